@@ -1,0 +1,23 @@
+"""skilleval: every number of the paper is a file built from declared inputs."""
+
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/world.smk"
+include: "rules/eval.smk"
+#include: "rules/compare.smk"
+#include: "rules/paper.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        expand("results/runs/{run}/summary.json", run=RUNS),
+        f"{WORLD_DIR}/ground_truth.json",

@@ -1,0 +1,20 @@
+# Evaluation runs (memo §2 A, B): per-task records and a summary at coverage 1.
+
+
+rule eval_run:
+    input:
+        unpack(get_run_inputs),
+    output:
+        results="results/runs/{run}/results.jsonl",
+        summary="results/runs/{run}/summary.json",
+    params:
+        inputs=get_run_params,
+        journal_root="results/journal",
+    log:
+        "results/logs/runs/{run}.log",
+    resources:
+        model_server=1,
+    conda:
+        "../envs/skilleval.yaml"
+    script:
+        "../scripts/eval_run.py"

@@ -1,0 +1,163 @@
+"""Loading and validating the experiment config: JSON Schema first, then cross-field rules.
+
+Every failure is a :class:`ConfigError` naming the file, the key, the bad value and a fix,
+so that ``snakemake -n`` can stop with one readable message instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from skilleval.errors import ConfigError
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "config" / "schemas"
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    with open(SCHEMA_DIR / f"{name}.schema.yaml") as handle:
+        schema: dict[str, Any] = yaml.safe_load(handle)
+    return schema
+
+
+def _dotted(path: Any) -> str:
+    return ".".join(str(part) for part in path) or "(top level)"
+
+
+def validate_against_schema(data: Mapping[str, Any], schema_name: str, source: str) -> None:
+    """Raise ConfigError for the first (most specific) schema violation."""
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.path), list(e.path)))
+    if not errors:
+        return
+    error = jsonschema.exceptions.best_match(errors)
+    key = _dotted(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in allowed]
+        raise ConfigError(
+            source,
+            f"{key}.{extra[0]}" if key != "(top level)" else extra[0],
+            error.instance[extra[0]],
+            "unknown key",
+            f"remove it or use one of: {', '.join(allowed)}",
+        )
+    if error.validator == "required":
+        raise ConfigError(source, key, "(missing)", error.message, "add the missing key")
+    description = error.schema.get("description", "") if isinstance(error.schema, dict) else ""
+    fix = f"expected {error.validator} {error.validator_value!r}"
+    if description:
+        fix += f" ({description})"
+    raise ConfigError(source, key, error.instance, error.message, fix)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    name: str
+    experiment: str
+    protocol: str
+    checkpoint: str
+    bank: str | None
+    split: str
+
+
+def _check_reference(
+    source: str, key: str, value: object, registry: Mapping[str, Any], what: str
+) -> None:
+    if value not in registry:
+        raise ConfigError(
+            source,
+            key,
+            value,
+            f"not a registered {what}",
+            f"use one of {', '.join(sorted(registry))} or register it under {what}s",
+        )
+
+
+def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
+    """Rules JSON Schema cannot express: references, uniqueness, capacity."""
+    for name, protocol in config["protocols"].items():
+        runtime, env = protocol["runtime"], protocol["environment"]
+        if runtime["concurrency"] > env["slots"]:
+            raise ConfigError(
+                source,
+                f"protocols.{name}.runtime.concurrency",
+                runtime["concurrency"],
+                f"more concurrent episodes than the environment has slots ({env['slots']})",
+                f"lower concurrency to at most {env['slots']}",
+            )
+        metrics = protocol["metrics"]
+        if metrics["main"] not in ("reward", "r_strict"):
+            raise ConfigError(
+                source,
+                f"protocols.{name}.metrics.main",
+                metrics["main"],
+                "the memo's main metric is reward (= r_strict)",
+                "set main: reward",
+            )
+    experiments: dict[str, str] = {}
+    for run_name, run in config["runs"].items():
+        prefix = f"runs.{run_name}"
+        _check_reference(
+            source, f"{prefix}.protocol", run["protocol"], config["protocols"], "protocol"
+        )
+        _check_reference(
+            source, f"{prefix}.checkpoint", run["checkpoint"], config["checkpoints"], "checkpoint"
+        )
+        if run["bank"] is not None:
+            _check_reference(source, f"{prefix}.bank", run["bank"], config["banks"], "bank")
+        if run["experiment"] in experiments:
+            raise ConfigError(
+                source,
+                f"{prefix}.experiment",
+                run["experiment"],
+                f"already used by run {experiments[run['experiment']]}",
+                "give every run its own experiment name",
+            )
+        experiments[run["experiment"]] = run_name
+    ids: dict[str, str] = {}
+    for name, checkpoint in config["checkpoints"].items():
+        if checkpoint["checkpoint_id"] in ids:
+            raise ConfigError(
+                source,
+                f"checkpoints.{name}.checkpoint_id",
+                checkpoint["checkpoint_id"],
+                f"already the id of checkpoint {ids[checkpoint['checkpoint_id']]}",
+                "changing weights must change checkpoint_id",
+            )
+        ids[checkpoint["checkpoint_id"]] = name
+
+
+def validate_config(config: Mapping[str, Any], source: str) -> None:
+    validate_against_schema(config, "config", source)
+    check_cross_fields(config, source)
+
+
+def run_specs(config: Mapping[str, Any]) -> dict[str, RunSpec]:
+    specs = {}
+    for name, run in config["runs"].items():
+        protocol = config["protocols"][run["protocol"]]
+        specs[name] = RunSpec(
+            name=name,
+            experiment=run["experiment"],
+            protocol=run["protocol"],
+            checkpoint=run["checkpoint"],
+            bank=run["bank"],
+            split=run.get("split", protocol["tasks"]["split"]),
+        )
+    return specs
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    with open(path) as handle:
+        data = yaml.safe_load(handle)
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "(top level)", data, "not a mapping", "write a YAML mapping")
+    return data

@@ -1,0 +1,191 @@
+"""One evaluation run: tasks x policy x environment -> journal -> declared outputs.
+
+The run's fingerprint covers everything its per-task results depend on; the journal is
+keyed by it, so an interrupted run resumes, and a run whose inputs changed starts afresh
+while its old journal is archived.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from skilleval import atomic
+from skilleval.backends import Service, make_environment, make_policy
+from skilleval.banks import bank_hash, load_bank, system_prompt
+from skilleval.checkpoints import checkpoint_fingerprint
+from skilleval.errors import CoverageError, SkillevalError
+from skilleval.journal import Journal, RecordKey
+from skilleval.provenance import canonical_hash, file_sha256, provenance
+from skilleval.rollout import run_episode
+from skilleval.runner import RetryPolicy, run_episodes
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """Everything an evaluation run reads, resolved from config by the workflow."""
+
+    run: str
+    experiment: str
+    protocol_name: str
+    protocol: dict[str, Any]
+    checkpoint_id: str
+    checkpoint_path: str
+    checkpoint_expected_fingerprint: str | None
+    bank_name: str | None
+    bank_path: str | None
+    bank_chunks: int | None
+    split_file: str
+    split: str
+    backends: dict[str, str]
+    catalogue: str
+
+
+def protocol_fingerprint(protocol_name: str, protocol: dict[str, Any]) -> str:
+    values = {k: v for k, v in protocol.items() if k != "description"}
+    return canonical_hash({"name": protocol_name, **values})
+
+
+def load_task_ids(split_file: str, split: str) -> list[str]:
+    data = json.loads(Path(split_file).read_text())
+    if split not in data:
+        raise SkillevalError(f"{split_file}: no split {split!r}; it has {sorted(data)}")
+    return [t["task_id"] if isinstance(t, dict) else str(t) for t in data[split]]
+
+
+def identity(inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None) -> dict[str, Any]:
+    return {
+        "protocol": inputs.protocol_name,
+        "protocol_fingerprint": protocol_fingerprint(inputs.protocol_name, inputs.protocol),
+        "checkpoint_id": inputs.checkpoint_id,
+        "checkpoint_fingerprint": ck_fingerprint,
+        "bank": inputs.bank_name,
+        "bank_hash": skills_hash,
+        "split": inputs.split,
+        "split_hash": file_sha256(inputs.split_file),
+        "backends": dict(sorted(inputs.backends.items())),
+    }
+
+
+def summarise(records: list[dict[str, Any]], n_expected: int) -> dict[str, Any]:
+    metrics = sorted(k for k in records[0] if k == "reward" or k.startswith("r_"))
+    summary: dict[str, Any] = {
+        "n_records": len(records),
+        "n_tasks": len({r["task_id"] for r in records}),
+        "coverage": len(records) / n_expected,
+    }
+    for metric in metrics:
+        summary[metric] = float(np.mean([r[metric] for r in records]))
+    summary["metrics"] = metrics
+    summary["tokens"] = {
+        "total": int(sum(r["tokens"] for r in records)),
+        "mean_per_task": float(np.mean([r["tokens"] for r in records])),
+        "completion_total": int(sum(r["completion_tokens"] for r in records)),
+    }
+    summary["steps_mean"] = float(np.mean([r["steps"] for r in records]))
+    summary["stop_reasons"] = dict(Counter(r["stop_reason"] for r in records))
+    summary["task_errors"] = sum(r["error"] is not None for r in records)
+    return summary
+
+
+def evaluate(
+    inputs: RunInputs,
+    results_path: str,
+    summary_path: str,
+    journal_root: str,
+    fault_rate: float = 0.0,
+    retry: RetryPolicy | None = None,
+) -> dict[str, Any]:
+    started = time.monotonic()
+    runtime = inputs.protocol["runtime"]
+    ck_fingerprint = checkpoint_fingerprint(inputs.checkpoint_path)
+    expected = inputs.checkpoint_expected_fingerprint
+    if expected is not None and expected != ck_fingerprint:
+        raise SkillevalError(
+            f"checkpoint {inputs.checkpoint_id} at {inputs.checkpoint_path} has fingerprint "
+            f"{ck_fingerprint}, but the registry expects {expected}: the weights changed. "
+            "Register the new weights under a new checkpoint_id (and experiment name)."
+        )
+    skills = load_bank(inputs.bank_path, inputs.bank_chunks) if inputs.bank_path else []
+    ident = identity(inputs, ck_fingerprint, bank_hash(skills) if inputs.bank_path else None)
+    fingerprint = canonical_hash(ident)[:24]
+    task_ids = load_task_ids(inputs.split_file, inputs.split)
+    keys: list[RecordKey] = [(t, r) for t in task_ids for r in range(runtime["repeats"])]
+    prompt = system_prompt(skills)
+    service = Service.for_inputs(inputs, ck_fingerprint)
+    service_start = service.identity()
+    policy = make_policy(inputs, service, salt=fingerprint, fault_rate=fault_rate)
+    environment = make_environment(inputs, task_ids)
+    log.info(
+        "run %s (%s): fingerprint %s, %d episodes, protocol %s",
+        inputs.run,
+        inputs.experiment,
+        fingerprint,
+        len(keys),
+        inputs.protocol_name,
+    )
+
+    def episode(task_id: str, repeat: int) -> Any:
+        return run_episode(policy, environment, task_id, prompt, runtime["max_steps"], repeat)
+
+    with Journal(Path(journal_root), inputs.run, fingerprint, ident) as journal:
+        stats = run_episodes(
+            keys,
+            episode,
+            journal,
+            runtime["concurrency"],
+            runtime["episode_timeout_s"],
+            inputs.run,
+            retry,
+        )
+        records = [journal.records[k] for k in sorted(keys) if k in journal.records]
+        journal_path = str(journal.path)
+    required = inputs.protocol["metrics"]["required_coverage"]
+    if len(records) / len(keys) < required:
+        raise CoverageError(
+            f"run {inputs.run!r}: coverage {len(records)}/{len(keys)} is below the required "
+            f"{required}; finished tasks are kept in {journal_path}. Re-run to resume."
+        )
+    service_end = service.identity()
+    summary = {
+        "run": inputs.run,
+        "experiment": inputs.experiment,
+        **ident,
+        "fingerprint": fingerprint,
+        "repeats": runtime["repeats"],
+        **summarise(records, len(keys)),
+        "service": {
+            "start": service_start,
+            "end": service_end,
+            "unchanged": service_start == service_end,
+        },
+        "execution": {
+            "reused_from_journal": stats.reused,
+            "ran": stats.done,
+            "infra_retries": stats.retried,
+            "infra_errors": stats.infra_errors,
+            "wall_s": round(time.monotonic() - started, 3),
+            "journal": journal_path,
+            "writers": 1,
+        },
+        "provenance": provenance(),
+    }
+    atomic.write_jsonl(results_path, records)
+    atomic.write_json(summary_path, summary)
+    log.info(
+        "run %s done: reward %.4f, r_success %.4f, coverage %.3f",
+        inputs.run,
+        summary["reward"],
+        summary["r_success"],
+        summary["coverage"],
+    )
+    return summary

@@ -1,0 +1,145 @@
+"""Append-only run journals that survive kills, keyed by the run's fingerprint.
+
+The journal lives outside Snakemake's declared outputs (which Snakemake deletes when a
+job fails), so finished tasks are never lost. A journal written under another fingerprint
+is moved to the archive with a record of why, never reused and never deleted. One writer
+per run is enforced with an OS file lock, which the kernel releases even on SIGKILL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from skilleval.errors import RunLockedError
+
+RecordKey = tuple[str, int]
+
+
+def record_key(record: dict[str, Any]) -> RecordKey:
+    return (str(record["task_id"]), int(record.get("repeat", 0)))
+
+
+def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """Records of a journal and the byte length of its intact prefix.
+
+    A kill can leave the last line half-written; it is not a record, and the intact
+    prefix is where appending resumes. A malformed line in the middle is corruption.
+    """
+    records: list[dict[str, Any]] = []
+    intact = 0
+    if not path.exists():
+        return records, intact
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        is_last = i == len(lines) - 1
+        if not line.strip():
+            intact += len(line) + (0 if is_last else 1)
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if is_last or all(not rest.strip() for rest in lines[i + 1 :]):
+                break
+            raise ValueError(f"{path}: line {i + 1} is corrupt and not the last line") from exc
+        if is_last:
+            break
+        intact += len(line) + 1
+    return records, intact
+
+
+class Journal:
+    def __init__(self, root: Path, run: str, fingerprint: str, identity: dict[str, Any]) -> None:
+        self.dir = Path(root) / run
+        self.run = run
+        self.fingerprint = fingerprint
+        self.identity = identity
+        self.path = self.dir / f"{fingerprint}.jsonl"
+        self._lock = FileLock(str(self.dir / ".writer.lock"))
+        self._handle: Any = None
+        self.records: dict[RecordKey, dict[str, Any]] = {}
+
+    def __enter__(self) -> Journal:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            holder = (
+                (self.dir / ".writer.pid").read_text().strip()
+                if (self.dir / ".writer.pid").exists()
+                else "unknown"
+            )
+            raise RunLockedError(
+                f"run {self.run!r} is already being written by another process (pid {holder}); "
+                f"wait for it to finish or stop it. Lock: {self.dir / '.writer.lock'}"
+            ) from None
+        (self.dir / ".writer.pid").write_text(str(os.getpid()))
+        self._archive_superseded()
+        records, intact = read_journal(self.path)
+        if self.path.exists() and intact < self.path.stat().st_size:
+            with open(self.path, "r+b") as handle:
+                handle.truncate(intact)
+        for record in records:
+            self.records[record_key(record)] = record
+        meta = self.dir / f"{self.fingerprint}.meta.json"
+        if not meta.exists():
+            meta.write_text(
+                json.dumps({"fingerprint": self.fingerprint, **self.identity}, indent=1)
+            )
+        self._handle = open(self.path, "a")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        self._lock.release()
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._handle.write(json.dumps(record, sort_keys=True) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self.records[record_key(record)] = record
+
+    def _archive_superseded(self) -> None:
+        for old in sorted(self.dir.glob("*.jsonl")):
+            old_fp = old.stem
+            if old_fp == self.fingerprint:
+                continue
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            target = archive_root(self.dir) / self.run / f"{old_fp}-{stamp}"
+            target.mkdir(parents=True)
+            old_meta_path = self.dir / f"{old_fp}.meta.json"
+            old_meta = json.loads(old_meta_path.read_text()) if old_meta_path.exists() else {}
+            changed = sorted(
+                k
+                for k in set(old_meta) | set(self.identity)
+                if k != "fingerprint" and old_meta.get(k) != self.identity.get(k)
+            )
+            shutil.move(str(old), target / old.name)
+            if old_meta_path.exists():
+                shutil.move(str(old_meta_path), target / old_meta_path.name)
+            (target / "why.json").write_text(
+                json.dumps(
+                    {
+                        "reason": "fingerprint changed: the run's inputs differ, so its "
+                        "finished tasks cannot be reused",
+                        "old_fingerprint": old_fp,
+                        "new_fingerprint": self.fingerprint,
+                        "changed_inputs": changed,
+                        "archived_at": stamp,
+                    },
+                    indent=1,
+                )
+            )
+
+
+def archive_root(journal_run_dir: Path) -> Path:
+    """results/archive/journal, next to results/journal."""
+    return journal_run_dir.parent.parent / "archive" / "journal"

@@ -1,0 +1,1 @@
+"""Policies: the sim (scripted) policy and the OpenAI-compatible client."""

@@ -1,0 +1,188 @@
+"""The scripted policy of the default world.
+
+It reads the conversation the way a model would: the task from the user message, skill
+hints from the system prompt, search and view results from tool messages. Its
+"weights" are per-decision logits in a safetensors checkpoint; skill hints shift those
+logits (scaled by the checkpoint's receptivity, so effects shrink on a stronger model);
+temperature divides the logits, so higher temperature means noisier decisions.
+
+Each episode draws its decisions from a hash of (run salt, instruction, decision), so a
+resumed or reordered run gives identical per-task results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from skilleval.banks import parse_hints
+from skilleval.types import AssistantTurn, InfrastructureError, Message, ToolCall
+from skilleval.world.shopsim import CATEGORY_NAMES
+
+DECISIONS = ("read_category", "price_filter", "inspect", "verbosity")
+OUTCOME_DECISIONS = DECISIONS[:3]
+INSTRUCTION = re.compile(
+    r"Buy exactly one (?P<category>.+?) that costs at most \$(?P<budget>[0-9.]+) "
+    r"and has all of these features: (?P<features>.+)\.$"
+)
+Decider = Callable[[str], bool]
+
+
+@dataclass(frozen=True)
+class ParsedTask:
+    category: str
+    budget: float
+    features: tuple[str, ...]
+
+
+def parse_instruction(text: str) -> ParsedTask:
+    match = INSTRUCTION.search(text)
+    if match is None:
+        raise ValueError(f"sim policy cannot read the task: {text[:80]!r}")
+    return ParsedTask(
+        category=match.group("category"),
+        budget=float(match.group("budget")),
+        features=tuple(f.strip() for f in match.group("features").split(",")),
+    )
+
+
+def hint_shifts(hints: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    shifts = dict.fromkeys(DECISIONS, 0.0)
+    for hint in hints:
+        if hint.get("decision") in shifts:
+            shifts[hint["decision"]] += float(hint.get("shift", 0.0))
+    return shifts
+
+
+def decision_probabilities(
+    logits: np.ndarray, receptivity: float, shifts: Mapping[str, float], temperature: float
+) -> dict[str, float]:
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 for the sim policy, got {temperature}")
+    return {
+        name: 1.0 / (1.0 + math.exp(-(float(logits[i]) + receptivity * shifts[name]) / temperature))
+        for i, name in enumerate(DECISIONS)
+    }
+
+
+def uniform(*key: object) -> float:
+    digest = hashlib.sha256("\x1f".join(map(str, key)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def confused_category(category: str) -> str:
+    """The category a model that misreads the request searches for instead."""
+    index = CATEGORY_NAMES.index(category) if category in CATEGORY_NAMES else 0
+    return CATEGORY_NAMES[(index + 1) % len(CATEGORY_NAMES)]
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class SimPolicy:
+    """Scripted policy; ``decider`` overrides the random decisions (ground-truth tables)."""
+
+    def __init__(
+        self,
+        tensors: Mapping[str, np.ndarray],
+        temperature: float,
+        max_tokens: int,
+        enable_thinking: bool,
+        salt: str,
+        decider: Callable[[str, ParsedTask], Decider] | None = None,
+        fault_rate: float = 0.0,
+    ) -> None:
+        self.logits = np.asarray(tensors["policy.decision_logits"], dtype=np.float64)
+        self.receptivity = float(np.asarray(tensors["policy.skill_receptivity"]).reshape(-1)[0])
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.enable_thinking = enable_thinking
+        self.salt = salt
+        self.decider = decider
+        self.fault_rate = fault_rate
+        self._calls = 0
+
+    def _decider(self, system: str, instruction: str, task: ParsedTask) -> Decider:
+        if self.decider is not None:
+            return self.decider(instruction, task)
+        probs = decision_probabilities(
+            self.logits, self.receptivity, hint_shifts(parse_hints(system)), self.temperature
+        )
+        return lambda name: uniform(self.salt, instruction, name) < probs[name]
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
+        self._calls += 1
+        if (
+            self.fault_rate
+            and uniform(self.salt, "fault", self._calls, id(messages)) < self.fault_rate
+        ):
+            raise InfrastructureError("injected fault: HTTP 503 from sim model server")
+        system = next((m["content"] for m in messages if m["role"] == "system"), "")
+        instruction = next(m["content"] for m in messages if m["role"] == "user")
+        task = parse_instruction(instruction)
+        decide = self._decider(system, instruction, task)
+        call, thought = self._next_action(messages, task, decide)
+        repeats = 1 + int(3 * decide("verbosity"))
+        reasoning = " ".join([thought] * repeats) if self.enable_thinking else None
+        tool_calls = () if call is None else (call,)
+        content = "" if call else "I could not find a product that satisfies the request."
+        completion = _tokens(
+            (reasoning or "") + content + json.dumps(call.arguments if call else {})
+        )
+        prompt = _tokens(json.dumps(messages)) + _tokens(json.dumps(tools))
+        if completion > self.max_tokens:
+            return AssistantTurn("", None, (), prompt, self.max_tokens, "length")
+        finish = "tool_calls" if call else "stop"
+        return AssistantTurn(content, reasoning, tool_calls, prompt, completion, finish)
+
+    def _next_action(
+        self, messages: list[Message], task: ParsedTask, decide: Decider
+    ) -> tuple[ToolCall | None, str]:
+        results: list[dict[str, Any]] | None = None
+        viewed: list[dict[str, Any]] = []
+        for message in messages:
+            if message["role"] != "tool":
+                continue
+            payload = json.loads(message["content"])
+            if isinstance(payload, list):
+                results = payload
+            elif isinstance(payload, dict) and "attributes" in payload:
+                viewed.append(payload)
+        step = sum(m["role"] == "assistant" for m in messages)
+        if results is None:
+            category = (
+                task.category if decide("read_category") else confused_category(task.category)
+            )
+            max_price = task.budget if decide("price_filter") else None
+            args = {"category": category, "max_price": max_price}
+            return ToolCall(f"call-{step}", "search", args), f"I should search for {category}."
+        if not results:
+            return None, "The search returned nothing."
+        if not decide("inspect"):
+            return self._buy(step, results[0]["id"]), "The top result looks fine."
+        if viewed and self._satisfies(viewed[-1], task):
+            return self._buy(step, viewed[-1]["id"]), "This one meets every requirement."
+        seen = {v["id"] for v in viewed}
+        remaining = [r for r in results if r["id"] not in seen]
+        if remaining:
+            args = {"product_id": remaining[0]["id"]}
+            return ToolCall(f"call-{step}", "view", args), "Let me check its features."
+        return self._buy(step, results[0]["id"]), "Nothing matched; I take the top result."
+
+    @staticmethod
+    def _buy(step: int, product_id: str) -> ToolCall:
+        return ToolCall(f"call-{step}", "buy", {"product_id": product_id})
+
+    @staticmethod
+    def _satisfies(product: Mapping[str, Any], task: ParsedTask) -> bool:
+        return float(product["price"]) <= task.budget and set(task.features) <= set(
+            product["attributes"]
+        )

@@ -1,0 +1,1 @@
+"""The embedded default world (shopsim): catalogue, persona tasks, checkpoints, skill banks."""

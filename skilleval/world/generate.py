@@ -1,0 +1,213 @@
+"""Generating the default world's files and its ground truth.
+
+Calibrated to the regime of the real runs (memo §4): the base checkpoint near 0.5
+reward, the final near 0.85, single chunks worth a few points at most, so that some
+contrasts come out decisive and some inconclusive.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import save_file
+
+from skilleval.banks import render_markdown_bank
+from skilleval.policy.sim import (
+    DECISIONS,
+    OUTCOME_DECISIONS,
+    ParsedTask,
+    SimPolicy,
+    decision_probabilities,
+    hint_shifts,
+)
+from skilleval.rollout import run_episode
+from skilleval.types import Skill
+from skilleval.world.shopsim import (
+    ShopWorld,
+    Task,
+    catalogue_to_json,
+    generate_catalogue,
+    generate_tasks,
+)
+
+# Per-decision logits at temperature 1 (order of DECISIONS) and skill receptivity.
+CHECKPOINT_PARAMETERS: dict[str, tuple[tuple[float, ...], float]] = {
+    "base": ((0.83, -0.24, -0.24, 0.0), 1.0),
+    "final": ((1.77, 0.83, 1.04, -0.3), 0.6),
+}
+FILLER_LAYERS = 6
+FILLER_WIDTH = 48
+
+HELPFUL = {
+    "read_category": "Re-read the request and search for the exact product category it names.",
+    "price_filter": "Always pass the persona's budget as `max_price` when you search.",
+    "inspect": "Before buying, open candidates with `view` and check every required feature.",
+}
+HARMFUL = {
+    "read_category": "Infer what the persona really needs instead of the literal category.",
+    "price_filter": "Search without a price filter first so you see every option.",
+    "inspect": "Buy the most popular result right away; viewing products wastes steps.",
+}
+NEUTRAL = (
+    "Greet the persona politely before you start.",
+    "Summarise the purchase in one sentence at the end.",
+    "Prefer plain language over jargon when you explain a choice.",
+    "Keep a short list of the products you considered.",
+    "Think step by step and write out your reasoning in detail.",
+)
+BANK_DESIGN = {  # name: (title, helpful, harmful, neutral)
+    "S0": ("Initial skill bank S0 (cold start)", 5, 2, 3),
+    "ST": ("Final skill bank ST (iteration 80)", 5, 1, 2),
+    "draft16": ("Draft bank for ranking (16 chunks)", 6, 5, 5),
+}
+
+
+def write_tasks(
+    seed: int,
+    n_categories: int,
+    per_category: int,
+    split_sizes: Mapping[str, int],
+    catalogue_path: Path,
+    split_path: Path,
+) -> None:
+    rng = np.random.default_rng([seed, 1])
+    catalogue = generate_catalogue(rng, n_categories, per_category)
+    splits = {
+        name: [t.as_json() for t in generate_tasks(rng, catalogue, size, f"{name}")]
+        for name, size in split_sizes.items()
+    }
+    catalogue_path.parent.mkdir(parents=True, exist_ok=True)
+    catalogue_path.write_text(json.dumps(catalogue_to_json(catalogue), indent=1))
+    split_path.write_text(json.dumps({"version": "v1", "world_seed": seed, **splits}, indent=1))
+
+
+def write_checkpoint(seed: int, name: str, path: Path) -> None:
+    logits, receptivity = CHECKPOINT_PARAMETERS[name]
+    rng = np.random.default_rng([seed, 2])
+    tensors: dict[str, np.ndarray] = {
+        "policy.decision_logits": np.asarray(logits, dtype=np.float32),
+        "policy.skill_receptivity": np.asarray([receptivity], dtype=np.float32),
+    }
+    for layer in range(FILLER_LAYERS):
+        for proj in ("self_attn.q_proj", "mlp.up_proj"):
+            weight = rng.standard_normal((FILLER_WIDTH, FILLER_WIDTH)).astype(np.float32)
+            if name == "final":
+                # Training moved later layers more than early ones.
+                change = np.random.default_rng([seed, 3, layer]).standard_normal(weight.shape)
+                weight = weight + (0.02 * (layer + 1) * change).astype(np.float32)
+            tensors[f"model.layers.{layer}.{proj}.weight"] = weight
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata={"format": "pt", "shopsim_checkpoint": name})
+    (path.parent / "config.json").write_text(
+        json.dumps({"model_type": "shopsim-policy", "decisions": list(DECISIONS)}, indent=1)
+    )
+
+
+def design_bank(
+    rng: np.random.Generator, prefix: str, helpful: int, harmful: int, neutral: int
+) -> list[Skill]:
+    kinds = ["helpful"] * helpful + ["harmful"] * harmful + ["neutral"] * neutral
+    rng.shuffle(kinds)
+    skills = []
+    for i, kind in enumerate(kinds):
+        if kind == "neutral":
+            text = NEUTRAL[int(rng.integers(len(NEUTRAL)))]
+            hint: dict[str, Any] = {
+                "decision": "verbosity",
+                "shift": round(float(rng.uniform(0, 1)), 3),
+            }
+        else:
+            decision = OUTCOME_DECISIONS[int(rng.integers(len(OUTCOME_DECISIONS)))]
+            text = (HELPFUL if kind == "helpful" else HARMFUL)[decision]
+            sign = 1 if kind == "helpful" else -1
+            hint = {"decision": decision, "shift": round(sign * float(rng.uniform(0.03, 0.13)), 3)}
+        body = f"{text}\n\n<!-- skilleval:hint {json.dumps(hint)} -->"
+        skills.append(Skill(chunk_id=f"{prefix}-{i + 1:02d}", text=body, hints=(hint,)))
+    return skills
+
+
+def write_bank(seed: int, name: str, path: Path) -> None:
+    title, helpful, harmful, neutral = BANK_DESIGN[name]
+    rng = np.random.default_rng([seed, 4, sum(map(ord, name))])
+    skills = design_bank(rng, name.lower(), helpful, harmful, neutral)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_markdown_bank(title, skills))
+
+
+def outcome_table(world: ShopWorld, tasks: Sequence[Task], max_steps: int) -> np.ndarray:
+    """Reward of every task under every combination of the outcome decisions.
+
+    Computed through the real rollout loop with forced decisions, so it is exactly what
+    a run would score for that combination. Shape: (tasks, 2**len(OUTCOME_DECISIONS)).
+    """
+    combos = list(itertools.product([False, True], repeat=len(OUTCOME_DECISIONS)))
+    table = np.zeros((len(tasks), len(combos)))
+    dummy = {
+        "policy.decision_logits": np.zeros(len(DECISIONS)),
+        "policy.skill_receptivity": np.ones(1),
+    }
+    for j, combo in enumerate(combos):
+        forced = dict(zip(OUTCOME_DECISIONS, combo, strict=True)) | {"verbosity": False}
+
+        def decider(_instruction: str, _task: ParsedTask, forced: dict[str, bool] = forced) -> Any:
+            return forced.__getitem__
+
+        policy = SimPolicy(dummy, 1.0, 10**9, False, "truth", decider=decider)
+        for i, task in enumerate(tasks):
+            table[i, j] = run_episode(policy, world, task.task_id, "", max_steps).rewards["reward"]
+    return table
+
+
+def expected_reward(table: np.ndarray, probs: Mapping[str, float]) -> np.ndarray:
+    """Per-task expected reward given each outcome decision's probability."""
+    combos = itertools.product([False, True], repeat=len(OUTCOME_DECISIONS))
+    weights = np.array(
+        [
+            np.prod([probs[d] if chosen else 1 - probs[d] for d, chosen in chosen_by_decision])
+            for chosen_by_decision in (zip(OUTCOME_DECISIONS, c, strict=True) for c in combos)
+        ]
+    )
+    result: np.ndarray = table @ weights
+    return result
+
+
+def ground_truth(
+    table_by_split: Mapping[str, np.ndarray],
+    checkpoints: Mapping[str, Mapping[str, np.ndarray]],
+    banks: Mapping[str, Sequence[Skill]],
+    temperature: float,
+) -> dict[str, Any]:
+    """Expected reward of every checkpoint x bank and of every single chunk, per split."""
+    truth: dict[str, Any] = {"temperature": temperature, "splits": {}}
+    for split, table in table_by_split.items():
+        per_checkpoint: dict[str, Any] = {}
+        for ck_name, tensors in checkpoints.items():
+            logits = np.asarray(tensors["policy.decision_logits"], dtype=np.float64)
+            receptivity = float(np.asarray(tensors["policy.skill_receptivity"]).reshape(-1)[0])
+
+            def mean_reward(
+                skills: Sequence[Skill],
+                logits: np.ndarray = logits,
+                receptivity: float = receptivity,
+                table: np.ndarray = table,
+            ) -> float:
+                hints = [h for s in skills for h in s.hints]
+                probs = decision_probabilities(logits, receptivity, hint_shifts(hints), temperature)
+                return float(expected_reward(table, probs).mean())
+
+            free = mean_reward([])
+            per_checkpoint[ck_name] = {
+                "free": free,
+                "banks": {name: mean_reward(skills) - free for name, skills in banks.items()},
+                "chunks": {
+                    name: {s.chunk_id: mean_reward([s]) - free for s in skills}
+                    for name, skills in banks.items()
+                },
+            }
+        truth["splits"][split] = per_checkpoint
+    return truth
