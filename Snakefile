@@ -9,15 +9,17 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/world.smk"
 include: "rules/eval.smk"
-#include: "rules/compare.smk"
-#include: "rules/paper.smk"
+include: "rules/compare.smk"
+include: "rules/paper.smk"
 
 
 rule all:
     default_target: True
     input:
-        expand("results/runs/{run}/summary.json", run=RUNS),
-        f"{WORLD_DIR}/ground_truth.json",
+        rules.paper.input,

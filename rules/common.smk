@@ -19,6 +19,7 @@ wildcard_constraints:
     run="|".join(RUNS),
     checkpoint="[A-Za-z0-9_-]+",
     bank="[A-Za-z0-9_-]+",
+    contrast="|".join(config["contrasts"]),
 
 
 def get_run_inputs(wildcards):
@@ -35,3 +36,19 @@ def get_world_checkpoint_files(wildcards):
 
 def get_world_bank_files(wildcards):
     return list(WF.world_bank_files().values())
+
+
+def get_contrast_control(wildcards):
+    return WF.contrast_run_files(wildcards.contrast, "control")
+
+
+def get_contrast_treatment(wildcards):
+    return WF.contrast_run_files(wildcards.contrast, "treatment")
+
+
+def get_contrast_spec(wildcards):
+    return config["contrasts"][wildcards.contrast]
+
+
+MAIN_RUNS = [run for run in RUNS if RUNS[run].split == "test"]
+MAIN_CONTRASTS = list(config["contrasts"])

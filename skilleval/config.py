@@ -122,6 +122,28 @@ def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
                 "give every run its own experiment name",
             )
         experiments[run["experiment"]] = run_name
+    for name, contrast in config["contrasts"].items():
+        for role in ("control", "treatment"):
+            _check_reference(
+                source, f"contrasts.{name}.{role}", contrast[role], config["runs"], "run"
+            )
+        if contrast["control"] == contrast["treatment"]:
+            raise ConfigError(
+                source,
+                f"contrasts.{name}.treatment",
+                contrast["treatment"],
+                "a run cannot be contrasted with itself",
+                "name two different runs",
+            )
+        protocols = {config["runs"][contrast[r]]["protocol"] for r in ("control", "treatment")}
+        if len(protocols) > 1:
+            raise ConfigError(
+                source,
+                f"contrasts.{name}",
+                sorted(protocols),
+                "the two runs use different protocols; their numbers must never be mixed",
+                "contrast runs of one protocol only",
+            )
     ids: dict[str, str] = {}
     for name, checkpoint in config["checkpoints"].items():
         if checkpoint["checkpoint_id"] in ids:

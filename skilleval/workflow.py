@@ -66,3 +66,7 @@ class WorkflowConfig:
             "max_steps": protocol["runtime"]["max_steps"],
             "splits": ["val", "test"],
         }
+
+    def contrast_run_files(self, contrast: str, role: str) -> list[str]:
+        run = self.config["contrasts"][contrast][role]
+        return [f"results/runs/{run}/summary.json", f"results/runs/{run}/results.jsonl"]

@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -74,7 +75,21 @@ def decision_probabilities(
 
 def uniform(*key: object) -> float:
     digest = hashlib.sha256("\x1f".join(map(str, key)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
+    return (int.from_bytes(digest[:8], "big") + 0.5) / 2.0**64
+
+
+# Share of a decision's randomness that belongs to the task rather than the run: real
+# models find the same tasks hard, which is what makes paired contrasts informative.
+TASK_CORRELATION = 0.85
+_NORMAL = NormalDist()
+
+
+def correlated_uniform(salt: str, instruction: str, decision: str) -> float:
+    """Uniform draw shared in part by every run on the same task (Gaussian copula)."""
+    task_part = _NORMAL.inv_cdf(uniform("task", instruction, decision))
+    run_part = _NORMAL.inv_cdf(uniform(salt, instruction, decision))
+    mixed = TASK_CORRELATION * task_part + math.sqrt(1 - TASK_CORRELATION**2) * run_part
+    return _NORMAL.cdf(mixed)
 
 
 def confused_category(category: str) -> str:
@@ -116,7 +131,7 @@ class SimPolicy:
         probs = decision_probabilities(
             self.logits, self.receptivity, hint_shifts(parse_hints(system)), self.temperature
         )
-        return lambda name: uniform(self.salt, instruction, name) < probs[name]
+        return lambda name: correlated_uniform(self.salt, instruction, name) < probs[name]
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
         self._calls += 1

@@ -1,0 +1,31 @@
+# Contrasts (task-aligned paired bootstrap) and control verdicts of memo §2 A, B.
+
+
+rule contrast:
+    input:
+        control=get_contrast_control,
+        treatment=get_contrast_treatment,
+    output:
+        contrast="results/contrasts/{contrast}.json",
+    params:
+        spec=get_contrast_spec,
+        statistics=config["statistics"],
+    log:
+        "results/logs/contrasts/{contrast}.log",
+    conda:
+        "../envs/skilleval.yaml"
+    script:
+        "../scripts/contrast.py"
+
+
+rule verdict:
+    input:
+        contrast="results/contrasts/{contrast}.json",
+    output:
+        verdict="results/verdicts/{contrast}.json",
+    log:
+        "results/logs/verdicts/{contrast}.log",
+    conda:
+        "../envs/skilleval.yaml"
+    script:
+        "../scripts/verdict.py"

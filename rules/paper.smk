@@ -1,0 +1,65 @@
+# Paper tables and figures (memo §4), rendered from verdicts and run summaries.
+
+
+rule paper_main_table:
+    input:
+        summaries=expand("results/runs/{run}/summary.json", run=MAIN_RUNS),
+        verdicts=expand("results/verdicts/{contrast}.json", contrast=MAIN_CONTRASTS),
+    output:
+        tex="paper/tables/main.tex",
+        csv="paper/tables/main.csv",
+        md="paper/tables/main.md",
+        html=report(
+            "paper/tables/main.html",
+            caption="../report/main_table.rst",
+            category="Tables",
+        ),
+    params:
+        runs=MAIN_RUNS,
+        contrasts=MAIN_CONTRASTS,
+    log:
+        "results/logs/paper/main_table.log",
+    conda:
+        "../envs/skilleval.yaml"
+    script:
+        "../scripts/paper_main_table.py"
+
+
+rule paper_forest_plot:
+    input:
+        verdicts=expand("results/verdicts/{contrast}.json", contrast=MAIN_CONTRASTS),
+    output:
+        pdf="paper/figures/contrasts.pdf",
+        png=report(
+            "paper/figures/contrasts.png",
+            caption="../report/forest_plot.rst",
+            category="Figures",
+        ),
+    params:
+        contrasts=MAIN_CONTRASTS,
+    log:
+        "results/logs/paper/forest_plot.log",
+    conda:
+        "../envs/skilleval.yaml"
+    script:
+        "../scripts/paper_forest_plot.py"
+
+
+rule paper:
+    input:
+        rules.paper_main_table.output,
+        rules.paper_forest_plot.output,
+
+
+rule paper_pdf:
+    input:
+        tex="paper/main.tex",
+        parts=rules.paper.input,
+    output:
+        pdf="paper/main.pdf",
+    log:
+        "results/logs/paper/main_pdf.log",
+    conda:
+        "../envs/latex.yaml"
+    script:
+        "../scripts/paper_pdf.py"

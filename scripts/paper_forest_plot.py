@@ -1,0 +1,10 @@
+from skilleval.logs import logged
+from skilleval.paper import forest_plot
+
+with logged(snakemake.log[0]):
+    forest_plot(
+        dict(zip(snakemake.params.contrasts, snakemake.input.verdicts, strict=True)),
+        snakemake.output.pdf,
+        snakemake.output.png,
+        "Skill evaluation contrasts",
+    )

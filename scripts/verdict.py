@@ -1,0 +1,5 @@
+from skilleval.contrast import build_verdict
+from skilleval.logs import logged
+
+with logged(snakemake.log[0]):
+    build_verdict(snakemake.input.contrast, snakemake.output.verdict)

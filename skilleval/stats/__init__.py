@@ -1,0 +1,1 @@
+"""Statistics: task-aligned paired bootstrap and Gate A regressions."""
