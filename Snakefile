@@ -1,6 +1,5 @@
 """skilleval: every number of the paper is a file built from declared inputs."""
 
-
 from snakemake.utils import min_version
 
 min_version("9.0")

@@ -7,13 +7,13 @@ rule contrast:
         treatment=get_contrast_treatment,
     output:
         contrast="results/contrasts/{contrast}.json",
-    params:
-        spec=get_contrast_spec,
-        statistics=config["statistics"],
     log:
         "results/logs/contrasts/{contrast}.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        spec=get_contrast_spec,
+        statistics=config["statistics"],
     script:
         "../scripts/contrast.py"
 

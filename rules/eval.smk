@@ -7,14 +7,14 @@ rule eval_run:
     output:
         results="results/runs/{run}/results.jsonl",
         summary="results/runs/{run}/summary.json",
+    log:
+        "results/logs/runs/{run}.log",
+    conda:
+        "../envs/skilleval.yaml"
+    resources:
+        model_server=1,
     params:
         inputs=get_run_params,
         journal_root="results/journal",
-    log:
-        "results/logs/runs/{run}.log",
-    resources:
-        model_server=1,
-    conda:
-        "../envs/skilleval.yaml"
     script:
         "../scripts/eval_run.py"

@@ -14,13 +14,13 @@ rule paper_main_table:
             caption="../report/main_table.rst",
             category="Tables",
         ),
-    params:
-        runs=MAIN_RUNS,
-        contrasts=MAIN_CONTRASTS,
     log:
         "results/logs/paper/main_table.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        runs=MAIN_RUNS,
+        contrasts=MAIN_CONTRASTS,
     script:
         "../scripts/paper_main_table.py"
 
@@ -35,12 +35,12 @@ rule paper_forest_plot:
             caption="../report/forest_plot.rst",
             category="Figures",
         ),
-    params:
-        contrasts=MAIN_CONTRASTS,
     log:
         "results/logs/paper/forest_plot.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        contrasts=MAIN_CONTRASTS,
     script:
         "../scripts/paper_forest_plot.py"
 

@@ -5,12 +5,12 @@ rule world_tasks:
     output:
         catalogue=f"{WORLD_DIR}/catalogue.json",
         splits=f"{WORLD_DIR}/persona_splits.v1.json",
-    params:
-        world=config["world"],
     log:
         "results/logs/world/tasks.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        world=config["world"],
     script:
         "../scripts/world_tasks.py"
 
@@ -18,14 +18,14 @@ rule world_tasks:
 rule world_checkpoint:
     output:
         weights=f"{WORLD_DIR}/checkpoints/{{checkpoint}}/model.safetensors",
-    wildcard_constraints:
-        checkpoint="base|final",
-    params:
-        seed=config["world"]["seed"],
     log:
         "results/logs/world/checkpoint-{checkpoint}.log",
+    wildcard_constraints:
+        checkpoint="base|final",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        seed=config["world"]["seed"],
     script:
         "../scripts/world_checkpoint.py"
 
@@ -33,14 +33,14 @@ rule world_checkpoint:
 rule world_bank:
     output:
         bank=f"{WORLD_DIR}/banks/{{bank}}.md",
-    wildcard_constraints:
-        bank="S0|ST|draft16",
-    params:
-        seed=config["world"]["seed"],
     log:
         "results/logs/world/bank-{bank}.log",
+    wildcard_constraints:
+        bank="S0|ST|draft16",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        seed=config["world"]["seed"],
     script:
         "../scripts/world_bank.py"
 
@@ -53,13 +53,13 @@ rule world_ground_truth:
         banks=get_world_bank_files,
     output:
         truth=f"{WORLD_DIR}/ground_truth.json",
-    params:
-        checkpoints=WF.world_checkpoint_files(),
-        banks=WF.world_bank_files(),
-        reference=WF.ground_truth_reference(),
     log:
         "results/logs/world/ground_truth.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        checkpoints=WF.world_checkpoint_files(),
+        banks=WF.world_bank_files(),
+        reference=WF.ground_truth_reference(),
     script:
         "../scripts/world_ground_truth.py"

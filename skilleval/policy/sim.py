@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -123,7 +124,9 @@ class SimPolicy:
         self.salt = salt
         self.decider = decider
         self.fault_rate = fault_rate
-        self._calls = 0
+        # Faults model a flaky server that rejects an episode's first request; they are
+        # deliberately not reproducible per task.
+        self._fault_rng = random.Random()
 
     def _decider(self, system: str, instruction: str, task: ParsedTask) -> Decider:
         if self.decider is not None:
@@ -134,11 +137,8 @@ class SimPolicy:
         return lambda name: correlated_uniform(self.salt, instruction, name) < probs[name]
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
-        self._calls += 1
-        if (
-            self.fault_rate
-            and uniform(self.salt, "fault", self._calls, id(messages)) < self.fault_rate
-        ):
+        first_turn = not any(m["role"] == "assistant" for m in messages)
+        if first_turn and self.fault_rate and self._fault_rng.random() < self.fault_rate:
             raise InfrastructureError("injected fault: HTTP 503 from sim model server")
         system = next((m["content"] for m in messages if m["role"] == "system"), "")
         instruction = next(m["content"] for m in messages if m["role"] == "user")

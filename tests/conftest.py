@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from skilleval.evaluation import RunInputs
+from skilleval.workflow import WorkflowConfig
+from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
+
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOW_PARTS = ("Snakefile", "rules", "scripts", "config", "envs", "profiles", "report", "paper")
+
+
+def load_default_config() -> dict[str, Any]:
+    config: dict[str, Any] = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    return config
+
+
+@pytest.fixture(scope="session")
+def small_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """World files of the default seeds with 48 tasks per split, written once per session."""
+    root = tmp_path_factory.mktemp("world")
+    world = load_default_config()["world"]
+    write_tasks(
+        world["seed"],
+        world["categories"],
+        world["products_per_category"],
+        {"val": 48, "test": 48},
+        root / "catalogue.json",
+        root / "persona_splits.v1.json",
+    )
+    for name in ("base", "final"):
+        write_checkpoint(world["seed"], name, root / "checkpoints" / name / "model.safetensors")
+    for bank in ("S0", "ST", "draft16"):
+        write_bank(world["seed"], bank, root / "banks" / f"{bank}.md")
+    return root
+
+
+def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:
+    config = load_default_config()
+    config["world"]["dir"] = str(world)
+    config["protocols"]["local-sglang"]["tasks"]["split_file"] = str(
+        world / "persona_splits.v1.json"
+    )
+    for ck in config["checkpoints"].values():
+        ck["path"] = str(world / "checkpoints" / Path(ck["path"]).parent.name / "model.safetensors")
+    for name, bank in config["banks"].items():
+        bank["path"] = str(world / "banks" / f"{name}.md")
+    return replace(WorkflowConfig(config).run_inputs_object(run), **changes)
+
+
+@pytest.fixture()
+def workflow_copy(tmp_path: Path) -> Path:
+    """A copy of the workflow in a temporary directory, so tests never touch results/."""
+    for part in WORKFLOW_PARTS:
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(
+                source,
+                tmp_path / part,
+                ignore=shutil.ignore_patterns("tables", "figures", "*.pdf", "__pycache__"),
+            )
+        else:
+            shutil.copy(source, tmp_path / part)
+    return tmp_path
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), *args]
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def dry_run_outputs(workdir: Path, *args: str) -> dict[str, set[str]]:
+    """Rule name -> outputs of the jobs a dry run would execute."""
+    done = snakemake(workdir, "-n", *args)
+    jobs: dict[str, set[str]] = {}
+    rule = None
+    for line in (done.stdout + done.stderr).splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
+            rule = stripped.split()[1].rstrip(":")
+            jobs.setdefault(rule, set())
+        elif rule and stripped.startswith("output:"):
+            jobs[rule].update(o.strip() for o in stripped[len("output:") :].split(","))
+    return jobs
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from skilleval.config import validate_config
+from skilleval.errors import ConfigError
+from tests.conftest import load_default_config, snakemake
+
+
+def invalid(mutate: Any) -> ConfigError:
+    config = copy.deepcopy(load_default_config())
+    mutate(config)
+    with pytest.raises(ConfigError) as info:
+        validate_config(config, "config/config.yaml")
+    return info.value
+
+
+def test_default_config_is_valid() -> None:
+    validate_config(load_default_config(), "config/config.yaml")
+
+
+def test_every_schema_key_has_a_description() -> None:
+    schema = yaml.safe_load(Path("config/schemas/config.schema.yaml").read_text())
+    missing = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            typed = any(k in node for k in ("type", "enum", "const"))
+            if typed and "description" not in node:
+                missing.append(path)
+            if node.get("type") == "object" and "additionalProperties" not in node:
+                missing.append(f"{path} (no additionalProperties)")
+            for key, value in node.get("properties", {}).items():
+                walk(value, f"{path}.{key}")
+            for key, value in node.get("$defs", {}).items():
+                walk(value, f"$defs.{key}")
+            if isinstance(node.get("additionalProperties"), dict):
+                walk(node["additionalProperties"], f"{path}.*")
+
+    walk(schema, "")
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key", "value", "fix"),
+    [
+        (
+            lambda c: c["runs"]["base-S0"].update(bank="S9"),
+            "runs.base-S0.bank",
+            "S9",
+            "use one of S0, ST, draft16",
+        ),
+        (
+            lambda c: c["protocols"]["local-sglang"]["runtime"].update(max_skills=4),
+            "protocols.local-sglang.runtime.max_skills",
+            4,
+            "null",
+        ),
+        (
+            lambda c: c["protocols"]["local-sglang"]["sampling"].update(temprature=0.6),
+            "protocols.local-sglang.sampling.temprature",
+            0.6,
+            "temperature",
+        ),
+        (
+            lambda c: c["runs"]["final-ST"].update(checkpoint="iter90"),
+            "runs.final-ST.checkpoint",
+            "iter90",
+            "base, final",
+        ),
+        (
+            lambda c: c["protocols"]["local-sglang"]["runtime"].update(concurrency=64),
+            "protocols.local-sglang.runtime.concurrency",
+            64,
+            "at most 48",
+        ),
+        (
+            lambda c: c["runs"]["final-ST"].update(experiment="qwen35-4b-test-base-free"),
+            "runs.final-ST.experiment",
+            "qwen35-4b-test-base-free",
+            "its own experiment name",
+        ),
+        (
+            lambda c: c["checkpoints"]["final"].update(checkpoint_id="qwen35-4b-base-hf"),
+            "checkpoints.final.checkpoint_id",
+            "qwen35-4b-base-hf",
+            "checkpoint_id",
+        ),
+        (
+            lambda c: c["contrasts"]["s0-gain"].update(control="base-S0"),
+            "contrasts.s0-gain.treatment",
+            "base-S0",
+            "two different runs",
+        ),
+        (
+            lambda c: c["banks"]["ST"].update(path="banks/st.txt"),
+            "banks.ST.path",
+            "banks/st.txt",
+            "markdown",
+        ),
+    ],
+)
+def test_errors_name_file_key_value_and_fix(mutate: Any, key: str, value: object, fix: str) -> None:
+    error = invalid(mutate)
+    assert error.file == "config/config.yaml"
+    assert error.key == key
+    assert error.value == value
+    assert fix in error.fix or fix in str(error)
+
+
+def test_mixing_protocols_in_a_contrast_is_refused() -> None:
+    def mutate(c: dict[str, Any]) -> None:
+        c["runs"]["base-S0"]["protocol"] = "hosted-api"
+
+    error = invalid(mutate)
+    assert error.key == "contrasts.s0-gain"
+    assert "never be mixed" in str(error)
+
+
+def test_bad_config_stops_dry_run_without_traceback(workflow_copy: Path) -> None:
+    config_path = workflow_copy / "config" / "config.yaml"
+    config_path.write_text(
+        config_path.read_text().replace("temperature: 0.6", "temperature: -1", 1)
+    )
+    done = snakemake(workflow_copy, "-n", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "config/config.yaml: protocols.local-sglang.sampling.temperature = -1" in output
+    assert "fix:" in output
+    assert "Traceback" not in output

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file
+
+from skilleval.banks import load_bank, system_prompt
+from skilleval.policy.sim import OUTCOME_DECISIONS, SimPolicy, decision_probabilities, hint_shifts
+from skilleval.rollout import run_episode
+from skilleval.world.generate import expected_reward, ground_truth, outcome_table
+from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
+
+
+def load_world(root: Path) -> tuple[ShopWorld, list[Task]]:
+    splits = json.loads((root / "persona_splits.v1.json").read_text())
+    tasks = [Task.from_json(t) for t in splits["test"]]
+    catalogue = catalogue_from_json(json.loads((root / "catalogue.json").read_text()))
+    return ShopWorld(catalogue, tasks), tasks
+
+
+def test_split_file_has_the_real_shape_and_solvable_tasks(small_world: Path) -> None:
+    splits = json.loads((small_world / "persona_splits.v1.json").read_text())
+    assert {"val", "test"} <= set(splits)
+    world, tasks = load_world(small_world)
+    for task in tasks:
+        assert any(
+            p.category == task.category
+            and p.price <= task.budget
+            and set(task.required_attributes) <= set(p.attributes)
+            for p in world.products.values()
+        ), task.task_id
+
+
+def test_banks_match_registry_sizes_and_carry_hints(small_world: Path) -> None:
+    for name, size in (("S0", 10), ("ST", 8), ("draft16", 16)):
+        skills = load_bank(small_world / "banks" / f"{name}.md", size)
+        assert all(s.hints for s in skills)
+        assert "skilleval:hint" in system_prompt(skills)
+
+
+def test_outcome_table_is_what_the_rollout_scores(small_world: Path) -> None:
+    world, tasks = load_world(small_world)
+    table = outcome_table(world, tasks[:10], max_steps=30)
+    tensors = load_file(str(small_world / "checkpoints" / "base" / "model.safetensors"))
+    # Probabilities of exactly 0/1 force one combination: the rollout must score its column.
+    for column, combo in enumerate([(True, True, True), (True, False, False)]):
+        index = sum(int(c) << (len(combo) - 1 - i) for i, c in enumerate(combo))
+        forced = dict(zip(OUTCOME_DECISIONS, combo, strict=True)) | {"verbosity": False}
+        policy = SimPolicy(
+            tensors, 0.6, 4096, True, "x", decider=lambda *_, f=forced: f.__getitem__
+        )
+        for i, task in enumerate(tasks[:10]):
+            result = run_episode(policy, world, task.task_id, "", 30)
+            assert result.rewards["reward"] == table[i, index], (column, task.task_id)
+
+
+def test_ground_truth_calibration_and_shrinking_effects(small_world: Path) -> None:
+    world, tasks = load_world(small_world)
+    table = outcome_table(world, tasks, max_steps=30)
+    checkpoints = {
+        n: load_file(str(small_world / "checkpoints" / n / "model.safetensors"))
+        for n in ("base", "final")
+    }
+    banks = {n: load_bank(small_world / "banks" / f"{n}.md") for n in ("S0", "ST")}
+    truth = ground_truth({"test": table}, checkpoints, banks, temperature=0.6)["splits"]["test"]
+    assert 0.35 < truth["base"]["free"] < 0.65
+    assert 0.75 < truth["final"]["free"] < 0.95
+    assert truth["base"]["banks"]["S0"] > 0
+    assert abs(truth["final"]["banks"]["S0"]) < abs(truth["base"]["banks"]["S0"])
+    largest = max(abs(v) for v in truth["base"]["chunks"]["S0"].values())
+    assert 0.003 < largest < 0.06
+
+
+def test_expected_reward_matches_monte_carlo(small_world: Path) -> None:
+    world, tasks = load_world(small_world)
+    table = outcome_table(world, tasks, max_steps=30)
+    tensors = load_file(str(small_world / "checkpoints" / "base" / "model.safetensors"))
+    probs = decision_probabilities(tensors["policy.decision_logits"], 1.0, hint_shifts([]), 0.6)
+    exact = expected_reward(table, probs).mean()
+    means = []
+    for salt in range(30):
+        policy = SimPolicy(tensors, 0.6, 4096, False, f"salt-{salt}")
+        means.append(
+            np.mean(
+                [
+                    run_episode(policy, world, t.task_id, system_prompt([]), 30).rewards["reward"]
+                    for t in tasks
+                ]
+            )
+        )
+    assert abs(np.mean(means) - exact) < 4 * np.std(means) / np.sqrt(len(means)) + 0.01
