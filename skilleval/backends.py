@@ -46,6 +46,7 @@ def make_policy(inputs: RunInputs, service: Service, salt: str, fault_rate: floa
             max_tokens=sampling["max_tokens"],
             enable_thinking=sampling["enable_thinking"],
             salt=salt,
+            task_seed=inputs.protocol["runtime"]["seed"],
             fault_rate=fault_rate,
         )
     raise SkillevalError(f"backends.policy = {inputs.backends['policy']!r} is not available yet")

@@ -15,8 +15,9 @@ CONTRASTS = ("s0-gain", "internalisation", "internalisation-gap", "upper-bound",
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.conftest import REPO, WORKFLOW_PARTS
     import shutil
+
+    from tests.conftest import REPO, WORKFLOW_PARTS
 
     workdir = tmp_path_factory.mktemp("graph")
     for part in WORKFLOW_PARTS:

@@ -85,9 +85,12 @@ TASK_CORRELATION = 0.85
 _NORMAL = NormalDist()
 
 
-def correlated_uniform(salt: str, instruction: str, decision: str) -> float:
-    """Uniform draw shared in part by every run on the same task (Gaussian copula)."""
-    task_part = _NORMAL.inv_cdf(uniform("task", instruction, decision))
+def correlated_uniform(task_seed: int, salt: str, instruction: str, decision: str) -> float:
+    """Uniform draw shared in part by every run of one runtime seed on the same task.
+
+    A Gaussian copula: marginally uniform, so decision probabilities are unchanged.
+    """
+    task_part = _NORMAL.inv_cdf(uniform("task", task_seed, instruction, decision))
     run_part = _NORMAL.inv_cdf(uniform(salt, instruction, decision))
     mixed = TASK_CORRELATION * task_part + math.sqrt(1 - TASK_CORRELATION**2) * run_part
     return _NORMAL.cdf(mixed)
@@ -113,6 +116,7 @@ class SimPolicy:
         max_tokens: int,
         enable_thinking: bool,
         salt: str,
+        task_seed: int = 0,
         decider: Callable[[str, ParsedTask], Decider] | None = None,
         fault_rate: float = 0.0,
     ) -> None:
@@ -122,6 +126,7 @@ class SimPolicy:
         self.max_tokens = max_tokens
         self.enable_thinking = enable_thinking
         self.salt = salt
+        self.task_seed = task_seed
         self.decider = decider
         self.fault_rate = fault_rate
         # Faults model a flaky server that rejects an episode's first request; they are
@@ -134,7 +139,9 @@ class SimPolicy:
         probs = decision_probabilities(
             self.logits, self.receptivity, hint_shifts(parse_hints(system)), self.temperature
         )
-        return lambda name: correlated_uniform(self.salt, instruction, name) < probs[name]
+        return lambda name: (
+            correlated_uniform(self.task_seed, self.salt, instruction, name) < probs[name]
+        )
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
         first_turn = not any(m["role"] == "assistant" for m in messages)
