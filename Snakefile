@@ -14,6 +14,8 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 include: "rules/world.smk"
 include: "rules/eval.smk"
+include: "rules/gate.smk"
+include: "rules/ranking.smk"
 include: "rules/compare.smk"
 include: "rules/paper.smk"
 

@@ -1,6 +1,6 @@
 import sys
 
-from skilleval.config import run_specs, validate_config
+from skilleval.config import validate_config
 from skilleval.errors import ConfigError
 from skilleval.workflow import WorkflowConfig
 
@@ -11,15 +11,23 @@ except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
 
 WF = WorkflowConfig(config)
-RUNS = run_specs(config)
+RUNS = WF.plans
 WORLD_DIR = config["world"]["dir"]
+GATE = WF.gate
+MAIN_RUNS = WF.main_runs()
+MAIN_CONTRASTS = WF.contrasts_for("main")
+RANKING_ARMS = WF.ranking_paper_arms()
+RANKING_CONTRASTS = WF.contrasts_for("ranking")
+IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
 
 
 wildcard_constraints:
     run="|".join(RUNS),
+    contrast="|".join(WF.contrasts),
+    gate=GATE,
+    masked="(masked|fresh)-[0-9]+",
     checkpoint="[A-Za-z0-9_-]+",
     bank="[A-Za-z0-9_-]+",
-    contrast="|".join(config["contrasts"]),
 
 
 def get_run_inputs(wildcards):
@@ -28,6 +36,14 @@ def get_run_inputs(wildcards):
 
 def get_run_params(wildcards):
     return WF.run_inputs(wildcards.run)
+
+
+def get_masked_inputs(wildcards):
+    return WF.masked_input_files(wildcards.masked)
+
+
+def get_masked_params(wildcards):
+    return WF.masked_inputs(wildcards.masked)
 
 
 def get_world_checkpoint_files(wildcards):
@@ -47,8 +63,28 @@ def get_contrast_treatment(wildcards):
 
 
 def get_contrast_spec(wildcards):
-    return config["contrasts"][wildcards.contrast]
+    return WF.contrasts[wildcards.contrast]
 
 
-MAIN_RUNS = [run for run in RUNS if RUNS[run].split == "test"]
-MAIN_CONTRASTS = list(config["contrasts"])
+def get_design_params(wildcards):
+    return WF.design_params(wildcards.design)
+
+
+def get_masked_run_files(wildcards):
+    return expand(
+        "results/gate/{gate}/runs/{masked}/summary.json",
+        gate=GATE,
+        masked=WF.masked_runs("gate"),
+    )
+
+
+def get_fresh_run_files(wildcards):
+    return expand(
+        "results/gate/{gate}/runs/{masked}/summary.json",
+        gate=GATE,
+        masked=WF.masked_runs("b"),
+    )
+
+
+def get_freeze_params(wildcards):
+    return WF.freeze_params(wildcards.arm)

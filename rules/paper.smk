@@ -45,10 +45,60 @@ rule paper_forest_plot:
         "../scripts/paper_forest_plot.py"
 
 
+rule paper_ranking_table:
+    input:
+        summaries=expand("results/runs/{run}/summary.json", run=RANKING_ARMS),
+        vs_free=expand("results/verdicts/{c}.json", c=WF.ranking_vs_free()),
+        pairwise=expand("results/verdicts/{c}.json", c=WF.ranking_pairwise()),
+        beta=f"results/gate/{GATE}/beta.json",
+    output:
+        tex="paper/tables/ranking.tex",
+        csv="paper/tables/ranking.csv",
+        md="paper/tables/ranking.md",
+        html=report(
+            "paper/tables/ranking.html",
+            caption="../report/ranking_table.rst",
+            category="Tables",
+        ),
+    params:
+        arms=RANKING_ARMS,
+        vs_free=WF.ranking_vs_free(),
+        pairwise=WF.ranking_pairwise(),
+    log:
+        "results/logs/paper/ranking_table.log",
+    conda:
+        "../envs/skilleval.yaml"
+    script:
+        "../scripts/paper_ranking_table.py"
+
+
+rule paper_beta_plot:
+    input:
+        beta=f"results/gate/{GATE}/beta.json",
+        truth_check=branch(
+            IS_DEFAULT_WORLD, then=f"results/gate/{GATE}/truth_check.json", otherwise=[]
+        ),
+    output:
+        pdf="paper/figures/gate_betas.pdf",
+        png=report(
+            "paper/figures/gate_betas.png",
+            caption="../report/beta_plot.rst",
+            category="Figures",
+        ),
+    log:
+        "results/logs/paper/beta_plot.log",
+    conda:
+        "../envs/skilleval.yaml"
+    script:
+        "../scripts/paper_beta_plot.py"
+
+
 rule paper:
     input:
         rules.paper_main_table.output,
         rules.paper_forest_plot.output,
+        rules.paper_ranking_table.output,
+        rules.paper_beta_plot.output,
 
 
 rule paper_pdf:

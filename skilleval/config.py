@@ -144,6 +144,7 @@ def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
                 "the two runs use different protocols; their numbers must never be mixed",
                 "contrast runs of one protocol only",
             )
+    check_ranking(config, source)
     ids: dict[str, str] = {}
     for name, checkpoint in config["checkpoints"].items():
         if checkpoint["checkpoint_id"] in ids:
@@ -155,6 +156,68 @@ def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
                 "changing weights must change checkpoint_id",
             )
         ids[checkpoint["checkpoint_id"]] = name
+
+
+def check_ranking(config: Mapping[str, Any], source: str) -> None:
+    ranking = config["ranking"]
+    _check_reference(source, "ranking.bank", ranking["bank"], config["banks"], "bank")
+    bank = config["banks"][ranking["bank"]]
+    if bank["role"] != "ranking":
+        raise ConfigError(
+            source,
+            "ranking.bank",
+            ranking["bank"],
+            f"has role {bank['role']!r}, not 'ranking'",
+            "rank the draft bank (role: ranking)",
+        )
+    if ranking["k"] > bank["chunks"]:
+        raise ConfigError(
+            source,
+            "ranking.k",
+            ranking["k"],
+            f"more than the {bank['chunks']} chunks of {ranking['bank']}",
+            f"choose k <= {bank['chunks']}",
+        )
+    for key, split in (("bare_val_run", "val"), ("bare_test_run", "test")):
+        run_name = ranking[key]
+        _check_reference(source, f"ranking.{key}", run_name, config["runs"], "run")
+        run = config["runs"][run_name]
+        run_split = run.get("split", config["protocols"][run["protocol"]]["tasks"]["split"])
+        if run_split != split or run["bank"] is not None:
+            raise ConfigError(
+                source,
+                f"ranking.{key}",
+                run_name,
+                f"must be a skill-free run on the {split} split "
+                f"(it has bank {run['bank']!r}, split {run_split!r})",
+                f"declare a run with bank: null and split: {split}",
+            )
+    val, test = (config["runs"][ranking[k]] for k in ("bare_val_run", "bare_test_run"))
+    if (val["checkpoint"], val["protocol"]) != (test["checkpoint"], test["protocol"]):
+        raise ConfigError(
+            source,
+            "ranking.bare_val_run",
+            ranking["bare_val_run"],
+            "uses another checkpoint or protocol than bare_test_run",
+            "fit and evaluate the ranking on one checkpoint and protocol",
+        )
+    extra = sorted(set(ranking["random_seeds_in_paper"]) - set(ranking["random_seeds"]))
+    if extra:
+        raise ConfigError(
+            source,
+            "ranking.random_seeds_in_paper",
+            extra,
+            "not among the declared random_seeds",
+            "declare every seed under ranking.random_seeds first",
+        )
+    if ranking["experiment_b"]["design_seed"] == ranking["design_seed"]:
+        raise ConfigError(
+            source,
+            "ranking.experiment_b.design_seed",
+            ranking["design_seed"],
+            "reuses the gate's masks",
+            "experiment B needs fresh masks: choose another seed",
+        )
 
 
 def validate_config(config: Mapping[str, Any], source: str) -> None:

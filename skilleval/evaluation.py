@@ -26,6 +26,7 @@ from skilleval.journal import Journal, RecordKey
 from skilleval.provenance import canonical_hash, file_sha256, provenance
 from skilleval.rollout import run_episode
 from skilleval.runner import RetryPolicy, run_episodes
+from skilleval.types import Skill
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,8 @@ class RunInputs:
     split: str
     backends: dict[str, str]
     catalogue: str
+    mask_path: str | None = None
+    mask_run: str | None = None
 
 
 def protocol_fingerprint(protocol_name: str, protocol: dict[str, Any]) -> str:
@@ -73,6 +76,28 @@ def identity(inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None) ->
         "split": inputs.split,
         "split_hash": file_sha256(inputs.split_file),
         "backends": dict(sorted(inputs.backends.items())),
+    }
+
+
+def task_prompts(skills: list[Skill], task_ids: list[str], inputs: RunInputs) -> dict[str, str]:
+    """System prompt per task: the whole bank, or the task's mask of it (Gate A runs)."""
+    if not inputs.mask_path:
+        prompt = system_prompt(skills)
+        return dict.fromkeys(task_ids, prompt)
+    design = json.loads(Path(inputs.mask_path).read_text())
+    chunk_ids = design["chunk_ids"]
+    if [s.chunk_id for s in skills] != chunk_ids:
+        raise SkillevalError(
+            f"{inputs.mask_path}: mask design was made for chunks {chunk_ids}, but "
+            f"{inputs.bank_path} holds {[s.chunk_id for s in skills]}; rebuild the design"
+        )
+    masks = design["runs"][inputs.mask_run]
+    missing = sorted(set(task_ids) - set(masks))
+    if missing:
+        raise SkillevalError(f"{inputs.mask_path}: no mask for tasks {missing[:3]}")
+    return {
+        t: system_prompt([s for s, bit in zip(skills, masks[t], strict=True) if bit])
+        for t in task_ids
     }
 
 
@@ -120,7 +145,10 @@ def evaluate(
     fingerprint = canonical_hash(ident)[:24]
     task_ids = load_task_ids(inputs.split_file, inputs.split)
     keys: list[RecordKey] = [(t, r) for t in task_ids for r in range(runtime["repeats"])]
-    prompt = system_prompt(skills)
+    prompts = task_prompts(skills, task_ids, inputs)
+    if inputs.mask_path:
+        ident["mask_hash"] = canonical_hash(prompts)
+        fingerprint = canonical_hash(ident)[:24]
     service = Service.for_inputs(inputs, ck_fingerprint)
     service_start = service.identity()
     policy = make_policy(inputs, service, salt=fingerprint, fault_rate=fault_rate)
@@ -135,6 +163,7 @@ def evaluate(
     )
 
     def episode(task_id: str, repeat: int) -> Any:
+        prompt = prompts[task_id]
         return run_episode(policy, environment, task_id, prompt, runtime["max_steps"], repeat)
 
     with Journal(Path(journal_root), inputs.run, fingerprint, ident) as journal:

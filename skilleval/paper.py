@@ -231,3 +231,167 @@ def compile_pdf(main_tex: str, output: str, inputs: Sequence[str]) -> None:
     produced = directory / (Path(main_tex).stem + ".pdf")
     if produced.resolve() != Path(output).resolve():
         shutil.copy(produced, output)
+
+
+def ranking_frames(
+    summaries: Mapping[str, str], vs_free: Mapping[str, str], pairwise: Mapping[str, str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    arms = []
+    for (arm, summary_path), verdict_path in zip(summaries.items(), vs_free.values(), strict=True):
+        s, v = load_json(summary_path), load_json(verdict_path)
+        arms.append(
+            {
+                "arm": arm,
+                "bank": s["bank"],
+                "reward": s["reward"],
+                "r_success": s["r_success"],
+                "coverage": s["coverage"],
+                "delta_vs_free": v["estimate"],
+                "ci_low": v["ci_low"],
+                "ci_high": v["ci_high"],
+                "verdict": v["verdict"],
+                "note": v["reason"] if v["verdict"] == "invalid" else "",
+                "n_tasks": s["n_tasks"],
+                "split": s["split"],
+                "free": v["control"],
+                "confidence": v["confidence"],
+            }
+        )
+    contrasts = [
+        {
+            "contrast": name,
+            "treatment": (v := load_json(path))["treatment"],
+            "control": v["control"],
+            "estimate": v["estimate"],
+            "ci_low": v["ci_low"],
+            "ci_high": v["ci_high"],
+            "verdict": v["verdict"],
+            "note": v["reason"] if v["verdict"] == "invalid" else "",
+        }
+        for name, path in pairwise.items()
+    ]
+    return pd.DataFrame(arms), pd.DataFrame(contrasts)
+
+
+def arm_label(arm: str) -> str:
+    parts = arm.removeprefix("rank-").split("-")
+    label = f"{parts[0].title()}-{parts[1]}"
+    return label + (f" (seed {parts[2]})" if len(parts) > 2 else "")
+
+
+def render_ranking_table(
+    summaries: Mapping[str, str],
+    vs_free: Mapping[str, str],
+    pairwise: Mapping[str, str],
+    beta_path: str,
+    outputs: Mapping[str, str],
+) -> None:
+    arms, contrasts = ranking_frames(summaries, vs_free, pairwise)
+    beta = load_json(beta_path)
+    notes: list[str] = []
+
+    def mark(name: str, row: Any) -> str:
+        if row.verdict != "invalid":
+            return ""
+        notes.append(rf"$^\dagger$ {latex_escape(name)}: {latex_escape(row.note)}")
+        return r"$^\dagger$"
+
+    arm_cells = [
+        {
+            "label": latex_escape(arm_label(row.arm)),
+            "mark": mark(row.arm, row),
+            "reward": f"{row.reward:.4f}",
+            "r_success": f"{row.r_success:.4f}",
+            "estimate": "n/a" if row.delta_vs_free is None else f"{row.delta_vs_free:+.4f}",
+            "ci": fmt_ci(row.ci_low, row.ci_high),
+            "verdict": row.verdict,
+        }
+        for row in arms.itertuples()
+    ]
+    contrast_cells = [
+        {
+            "name": latex_escape(row.contrast),
+            "mark": mark(row.contrast, row),
+            "arms": latex_escape(f"{row.treatment} - {row.control}").replace(" - ", " $-$ "),
+            "estimate": "n/a" if row.estimate is None else f"{row.estimate:+.4f}",
+            "ci": fmt_ci(row.ci_low, row.ci_high),
+            "verdict": row.verdict,
+        }
+        for row in contrasts.itertuples()
+    ]
+    first = arms.iloc[0]
+    tex = (
+        environment()
+        .get_template("ranking_table.tex.j2")
+        .render(
+            sources="results/runs/rank-*/summary.json, results/verdicts/rank-*.json, " + beta_path,
+            n_chunks=len(beta["chunks"]),
+            split=latex_escape(first["split"]),
+            n_tasks=int(first["n_tasks"]),
+            k=int(first["arm"].removeprefix("rank-").split("-")[1]),
+            free=latex_escape(first["free"]),
+            confidence=f"{first['confidence']:.0%}".replace("%", r"\%"),
+            arms=arm_cells,
+            contrasts=contrast_cells,
+            notes=notes,
+        )
+    )
+    atomic.write_text(outputs["tex"], tex)
+    combined = pd.concat(
+        [arms.assign(section="arm"), contrasts.assign(section="contrast")], ignore_index=True
+    )
+    atomic.write_text(outputs["csv"], combined.to_csv(index=False))
+    md = "## Ranking arms\n\n" + arms.to_markdown(index=False, floatfmt="+.4f")
+    md += "\n\n## Pairwise contrasts\n\n" + contrasts.to_markdown(index=False, floatfmt="+.4f")
+    atomic.write_text(outputs["md"], md + "\n")
+    html = "<h3>Ranking arms</h3>" + arms.to_html(index=False, float_format="{:+.4f}".format)
+    html += "<h3>Pairwise contrasts</h3>" + contrasts.to_html(
+        index=False, float_format="{:+.4f}".format
+    )
+    atomic.write_text(outputs["html"], html)
+
+
+def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_png: str) -> None:
+    """Signed betas with 2-SE bars; in the default world, the known chunk effects too."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    beta = load_json(beta_path)
+    truth = (
+        {c["chunk_id"]: c["true_effect"] for c in load_json(truth_check_path)["chunks"]}
+        if truth_check_path
+        else {}
+    )
+    chunks = sorted(beta["chunks"], key=lambda c: -c["beta"])
+    xs = range(len(chunks))
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    ax.errorbar(
+        xs,
+        [c["beta"] for c in chunks],
+        yerr=[2 * c["standard_error"] for c in chunks],
+        fmt="o",
+        capsize=3,
+        label="Gate A beta (2 SE)",
+    )
+    if truth:
+        ax.scatter(
+            xs,
+            [truth[c["chunk_id"]] for c in chunks],
+            marker="x",
+            color="tab:red",
+            zorder=3,
+            label="true effect (default world)",
+        )
+    ax.axhline(0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([c["chunk_id"] for c in chunks], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("effect on reward")
+    ax.set_title("Draft chunks ranked by signed beta")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_pdf)
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)

@@ -81,7 +81,7 @@ def uniform(*key: object) -> float:
 
 # Share of a decision's randomness that belongs to the task rather than the run: real
 # models find the same tasks hard, which is what makes paired contrasts informative.
-TASK_CORRELATION = 0.85
+TASK_CORRELATION = 0.9
 _NORMAL = NormalDist()
 
 

@@ -60,10 +60,12 @@ NEUTRAL = (
     "Keep a short list of the products you considered.",
     "Think step by step and write out your reasoning in detail.",
 )
-BANK_DESIGN = {  # name: (title, helpful, harmful, neutral)
-    "S0": ("Initial skill bank S0 (cold start)", 5, 2, 3),
-    "ST": ("Final skill bank ST (iteration 80)", 5, 1, 2),
-    "draft16": ("Draft bank for ranking (16 chunks)", 6, 5, 5),
+# name: (title, helpful, harmful, neutral, largest |logit shift| of one chunk). Draft
+# chunks are rawer than selected ones, so their single effects spread wider.
+BANK_DESIGN = {
+    "S0": ("Initial skill bank S0 (cold start)", 5, 2, 3, 0.13),
+    "ST": ("Final skill bank ST (iteration 80)", 5, 1, 2, 0.13),
+    "draft16": ("Draft bank for ranking (16 chunks)", 6, 5, 5, 0.2),
 }
 
 
@@ -109,7 +111,12 @@ def write_checkpoint(seed: int, name: str, path: Path) -> None:
 
 
 def design_bank(
-    rng: np.random.Generator, prefix: str, helpful: int, harmful: int, neutral: int
+    rng: np.random.Generator,
+    prefix: str,
+    helpful: int,
+    harmful: int,
+    neutral: int,
+    max_shift: float,
 ) -> list[Skill]:
     kinds = ["helpful"] * helpful + ["harmful"] * harmful + ["neutral"] * neutral
     rng.shuffle(kinds)
@@ -125,16 +132,17 @@ def design_bank(
             decision = OUTCOME_DECISIONS[int(rng.integers(len(OUTCOME_DECISIONS)))]
             text = (HELPFUL if kind == "helpful" else HARMFUL)[decision]
             sign = 1 if kind == "helpful" else -1
-            hint = {"decision": decision, "shift": round(sign * float(rng.uniform(0.03, 0.13)), 3)}
+            shift = sign * float(rng.uniform(0.25 * max_shift, max_shift))
+            hint = {"decision": decision, "shift": round(shift, 3)}
         body = f"{text}\n\n<!-- skilleval:hint {json.dumps(hint)} -->"
         skills.append(Skill(chunk_id=f"{prefix}-{i + 1:02d}", text=body, hints=(hint,)))
     return skills
 
 
 def write_bank(seed: int, name: str, path: Path) -> None:
-    title, helpful, harmful, neutral = BANK_DESIGN[name]
+    title, helpful, harmful, neutral, max_shift = BANK_DESIGN[name]
     rng = np.random.default_rng([seed, 4, sum(map(ord, name))])
-    skills = design_bank(rng, name.lower(), helpful, harmful, neutral)
+    skills = design_bank(rng, name.lower(), helpful, harmful, neutral, max_shift)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_markdown_bank(title, skills))
 

@@ -1,0 +1,12 @@
+from skilleval.logs import logged
+from skilleval.ranking import truth_check
+
+with logged(snakemake.log[0]):
+    truth_check(
+        snakemake.input.beta,
+        snakemake.input.truth,
+        snakemake.params.checkpoint,
+        snakemake.params.bank,
+        "val",
+        snakemake.output.check,
+    )

@@ -1,0 +1,237 @@
+"""Ranking of memo §2 C: mask design, Gate A betas, frozen Top/Bottom/Random banks.
+
+Everything here is fixed before any result is seen: the design comes from config seeds,
+and banks follow from the signed beta by a declared rule. Each gate result is also kept
+under results/archive/gate/ by content hash, so a rebuilt gate never loses the old one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.stats
+
+from skilleval import atomic
+from skilleval.banks import bank_hash, load_bank
+from skilleval.contrast import RunRecords
+from skilleval.errors import ComparisonError, SkillevalError
+from skilleval.evaluation import load_task_ids
+from skilleval.provenance import file_sha256, provenance
+from skilleval.stats.bootstrap import align, per_task_means
+from skilleval.stats.gate import fit_gate
+
+
+def masked_run_names(n_runs: int, prefix: str = "masked") -> list[str]:
+    return [f"{prefix}-{i + 1:02d}" for i in range(n_runs)]
+
+
+def build_design(
+    chunk_ids: Sequence[str],
+    task_ids: Sequence[str],
+    n_runs: int,
+    inclusion_probability: float,
+    seed: int,
+    prefix: str = "masked",
+) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    runs = {}
+    for name in masked_run_names(n_runs, prefix):
+        bits = rng.random((len(task_ids), len(chunk_ids))) < inclusion_probability
+        runs[name] = {t: [int(b) for b in row] for t, row in zip(task_ids, bits, strict=True)}
+    return {
+        "chunk_ids": list(chunk_ids),
+        "seed": seed,
+        "inclusion_probability": inclusion_probability,
+        "runs": runs,
+    }
+
+
+def write_design(
+    bank_path: str,
+    split_file: str,
+    split: str,
+    n_runs: int,
+    probability: float,
+    seed: int,
+    prefix: str,
+    output: str,
+) -> None:
+    chunk_ids = [s.chunk_id for s in load_bank(bank_path)]
+    task_ids = load_task_ids(split_file, split)
+    atomic.write_json(output, build_design(chunk_ids, task_ids, n_runs, probability, seed, prefix))
+
+
+def gate_observations(
+    bare: RunRecords,
+    masked: Mapping[str, RunRecords],
+    design: Mapping[str, Any],
+    metric: str = "reward",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mask rows and paired deltas (masked - bare, task-aligned) stacked over masked runs."""
+    for run in (bare, *masked.values()):
+        if run.summary.get("coverage", 0) < 1:
+            raise ComparisonError(f"{run.name}: coverage {run.summary.get('coverage')} < 1")
+    bare_means = per_task_means(bare.records, metric, bare.name)
+    rows: list[list[int]] = []
+    deltas: list[float] = []
+    for name, run in masked.items():
+        pairs = align(bare_means, per_task_means(run.records, metric, run.name), (bare.name, name))
+        masks = design["runs"][name]
+        rows.extend(masks[t] for t in pairs.task_ids)
+        deltas.extend(pairs.deltas)
+    return np.asarray(rows, dtype=np.float64), np.asarray(deltas)
+
+
+def build_beta(
+    bare_dir: str,
+    masked_dirs: Mapping[str, str],
+    design_path: str,
+    bank_path: str,
+    output: str,
+    archive_dir: str,
+) -> dict[str, Any]:
+    design = json.loads(Path(design_path).read_text())
+    bare = RunRecords.load(bare_dir)
+    masked = {name: RunRecords.load(d) for name, d in masked_dirs.items()}
+    masks, deltas = gate_observations(bare, masked, design)
+    fit = fit_gate(masks, deltas, tuple(design["chunk_ids"]))
+    result = fit.as_json()
+    order = np.argsort(-fit.beta, kind="stable")
+    result["signed_order"] = [design["chunk_ids"][i] for i in order]
+    result["inputs"] = {
+        "bare_run": bare.summary["fingerprint"],
+        "masked_runs": {n: r.summary["fingerprint"] for n, r in masked.items()},
+        "design_sha256": file_sha256(design_path),
+        "bank_hash": bank_hash(load_bank(bank_path)),
+    }
+    result["provenance"] = provenance()
+    atomic.write_json(output, result)
+    history = Path(archive_dir) / file_sha256(output)[:16]
+    history.mkdir(parents=True, exist_ok=True)
+    shutil.copy(output, history / Path(output).name)
+    return result
+
+
+def select_chunks(beta: Mapping[str, Any], rule: str, k: int, seed: int | None) -> list[str]:
+    """Top: largest signed beta first; bottom: smallest first; random: seeded draw."""
+    ranked = sorted(beta["chunks"], key=lambda c: (-c["beta"], c["chunk_id"]))
+    if k > len(ranked):
+        raise SkillevalError(f"k = {k} exceeds the {len(ranked)} ranked chunks")
+    if rule == "top":
+        return [c["chunk_id"] for c in ranked[:k]]
+    if rule == "bottom":
+        return [c["chunk_id"] for c in reversed(ranked[-k:])]
+    if rule == "random" and seed is not None:
+        ids = sorted(c["chunk_id"] for c in ranked)
+        return [str(x) for x in np.random.default_rng(seed).choice(ids, size=k, replace=False)]
+    raise ValueError(f"unknown selection rule {rule!r} (seed {seed})")
+
+
+def freeze_bank(
+    beta_path: str, bank_path: str, rule: str, k: int, seed: int | None, output: str
+) -> dict[str, Any]:
+    beta = json.loads(Path(beta_path).read_text())
+    skills = {s.chunk_id: s for s in load_bank(bank_path)}
+    chunk_ids = select_chunks(beta, rule, k, seed)
+    frozen = {
+        "name": f"{rule}-{k}" + (f"-{seed}" if seed is not None else ""),
+        "rule": {
+            "top": "largest signed beta first",
+            "bottom": "smallest signed beta first",
+            "random": f"uniform draw of {k} chunks, numpy seed {seed}",
+        }[rule],
+        "k": k,
+        "seed": seed,
+        "chunk_ids": chunk_ids,
+        "chunks": [{"id": c, "text": skills[c].text} for c in chunk_ids],
+        "betas": {c["chunk_id"]: c["beta"] for c in beta["chunks"] if c["chunk_id"] in chunk_ids},
+        "beta_sha256": file_sha256(beta_path),
+        "source_bank": bank_path,
+        "source_bank_hash": bank_hash(list(skills.values())),
+    }
+    atomic.write_json(output, frozen)
+    return frozen
+
+
+def truth_check(
+    beta_path: str, truth_path: str, checkpoint: str, bank: str, split: str, output: str
+) -> dict[str, Any]:
+    """Default world only: do the betas recover the known chunk effects?"""
+    beta = json.loads(Path(beta_path).read_text())
+    truth = json.loads(Path(truth_path).read_text())["splits"][split][checkpoint]["chunks"][bank]
+    rows = []
+    for chunk in beta["chunks"]:
+        true = truth[chunk["chunk_id"]]
+        decisive = abs(true) > 2 * chunk["standard_error"]
+        rows.append(
+            {
+                **chunk,
+                "true_effect": true,
+                "decisive": decisive,
+                "sign_right": bool(np.sign(chunk["beta"]) == np.sign(true)),
+            }
+        )
+    rho = scipy.stats.spearmanr([r["beta"] for r in rows], [r["true_effect"] for r in rows])
+    decisive = [r for r in rows if r["decisive"]]
+    result = {
+        "spearman_beta_vs_truth": float(rho.statistic),
+        "spearman_p_value": float(rho.pvalue),
+        "decisive_chunks": len(decisive),
+        "decisive_signs_right": sum(r["sign_right"] for r in decisive),
+        "chunks": rows,
+        "note": "decisive: |true effect| > 2 x the beta's standard error",
+    }
+    atomic.write_json(output, result)
+    return result
+
+
+def experiment_b(
+    beta_path: str,
+    design_path: str,
+    bare_dir: str,
+    masked_dirs: Mapping[str, str],
+    n_resamples: int,
+    seed: int,
+    output: str,
+) -> dict[str, Any]:
+    """Spearman of predicted C^T beta against measured delta on fresh masks, with a CI."""
+    beta = json.loads(Path(beta_path).read_text())
+    design = json.loads(Path(design_path).read_text())
+    coefficients = {c["chunk_id"]: c["beta"] for c in beta["chunks"]}
+    vector = np.array([coefficients[c] for c in design["chunk_ids"]])
+    masked = {n: RunRecords.load(d) for n, d in masked_dirs.items()}
+    masks, measured = gate_observations(RunRecords.load(bare_dir), masked, design)
+    predicted = masks @ vector
+
+    def spearman(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        statistic: np.ndarray = scipy.stats.spearmanr(x, y, axis=axis).statistic
+        return statistic
+
+    rho = float(scipy.stats.spearmanr(predicted, measured).statistic)
+    ci = scipy.stats.bootstrap(
+        (predicted, measured),
+        spearman,
+        paired=True,
+        vectorized=False,
+        n_resamples=n_resamples,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    result = {
+        "spearman": rho,
+        "ci_low": float(ci.low),
+        "ci_high": float(ci.high),
+        "confidence": 0.95,
+        "n_observations": int(measured.size),
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "beta_sha256": file_sha256(beta_path),
+        "provenance": provenance(),
+    }
+    atomic.write_json(output, result)
+    return result
