@@ -25,5 +25,8 @@ def logged(path: str, level: int = logging.INFO) -> Iterator[logging.Logger]:
             root.error("%s", error)
             print(f"skilleval: {error} (log: {path})", file=sys.__stderr__)
             raise SystemExit(1) from None
+        except BaseException:
+            root.exception("job failed")
+            raise
         finally:
             root.removeHandler(handler)

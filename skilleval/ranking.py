@@ -208,9 +208,8 @@ def experiment_b(
     masks, measured = gate_observations(RunRecords.load(bare_dir), masked, design)
     predicted = masks @ vector
 
-    def spearman(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-        statistic: np.ndarray = scipy.stats.spearmanr(x, y, axis=axis).statistic
-        return statistic
+    def spearman(x: np.ndarray, y: np.ndarray) -> float:
+        return float(scipy.stats.spearmanr(x, y).statistic)
 
     rho = float(scipy.stats.spearmanr(predicted, measured).statistic)
     ci = scipy.stats.bootstrap(
