@@ -28,6 +28,7 @@ wildcard_constraints:
     masked="(masked|fresh)-[0-9]+",
     checkpoint="[A-Za-z0-9_-]+",
     bank="[A-Za-z0-9_-]+",
+    bench="[a-z]+",
 
 
 def get_run_inputs(wildcards):
@@ -88,3 +89,53 @@ def get_fresh_run_files(wildcards):
 
 def get_freeze_params(wildcards):
     return WF.freeze_params(wildcards.arm)
+
+
+from skilleval.ablation.plan import audit_path, load_matrix, plan, plan_fingerprint
+
+try:
+    ABLATION = load_matrix(config["ablation"]["matrix"])
+except ConfigError as error:
+    sys.exit(f"skilleval: invalid ablation matrix\n{error}")
+ABLATION_RUNS = {run.run_id: run for run in plan(ABLATION)}
+ABLATION_FILES = {
+    run_id: (run.summary_path, audit_path(run)) for run_id, run in ABLATION_RUNS.items()
+}
+HARNESS_IDS = [r for r, run in ABLATION_RUNS.items() if run.harness]
+ABLATION_BENCHMARKS = list(ABLATION["benchmarks"])
+ABLATION_GROUPS = [g for g, spec in ABLATION["groups"].items() if len(spec["values"]) > 1]
+RATIO_SPLITS = [
+    f"results/ablation/splits/{bench}/{ratio}_seed42.json"
+    for bench, spec in ABLATION["benchmarks"].items()
+    if spec["pool"]
+    for ratio in ("1shot", "1-1-8", "2-1-7", "4-1-5")
+]
+
+
+def get_split_pool(wildcards):
+    return ABLATION["benchmarks"][wildcards.bench]["pool"]
+
+
+def get_ablation_fingerprint(wildcards):
+    return plan_fingerprint(ABLATION_RUNS[wildcards.run_id], ABLATION)
+
+
+def get_memory_heavy(wildcards):
+    return int(ABLATION["benchmarks"][wildcards.bench]["memory_heavy"])
+
+
+def get_ablation_table_inputs(wildcards):
+    files = []
+    for run_id, run in ABLATION_RUNS.items():
+        if run.benchmark == wildcards.bench and not run.harness:
+            files.extend(ABLATION_FILES[run_id])
+    return files
+
+
+def get_ablation_figure_inputs(wildcards):
+    benches = ABLATION["groups"][wildcards.group]["benchmarks"]
+    files = []
+    for run_id, run in ABLATION_RUNS.items():
+        if run.benchmark in benches and not run.harness:
+            files.extend(ABLATION_FILES[run_id])
+    return files

@@ -7,14 +7,14 @@ rule gate_design:
         split_file=WF.design_params("design")["split_file"],
     output:
         design="results/gate/{gate}/{design}.json",
-    wildcard_constraints:
-        design="design|design-b",
-    params:
-        design=get_design_params,
     log:
         "results/logs/gate/{gate}-{design}.log",
+    wildcard_constraints:
+        design="design|design-b",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        design=get_design_params,
     script:
         "../scripts/gate_design.py"
 
@@ -25,15 +25,15 @@ rule gate_masked_run:
     output:
         results="results/gate/{gate}/runs/{masked}/results.jsonl",
         summary="results/gate/{gate}/runs/{masked}/summary.json",
+    log:
+        "results/logs/gate/{gate}-{masked}.log",
+    conda:
+        "../envs/skilleval.yaml"
+    resources:
+        model_server=1,
     params:
         inputs=get_masked_params,
         journal_root="results/journal",
-    log:
-        "results/logs/gate/{gate}-{masked}.log",
-    resources:
-        model_server=1,
-    conda:
-        "../envs/skilleval.yaml"
     script:
         "../scripts/eval_run.py"
 
@@ -46,13 +46,13 @@ rule gate_beta:
         bank=config["banks"][config["ranking"]["bank"]]["path"],
     output:
         beta="results/gate/{gate}/beta.json",
-    params:
-        masked=WF.masked_runs("gate"),
-        archive="results/archive/gate/{gate}",
     log:
         "results/logs/gate/{gate}-beta.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        masked=WF.masked_runs("gate"),
+        archive="results/archive/gate/{gate}",
     script:
         "../scripts/gate_beta.py"
 
@@ -63,13 +63,13 @@ rule gate_truth_check:
         truth=f"{WORLD_DIR}/ground_truth.json",
     output:
         check="results/gate/{gate}/truth_check.json",
-    params:
-        checkpoint=WF.plans[config["ranking"]["bare_val_run"]].checkpoint,
-        bank=config["ranking"]["bank"],
     log:
         "results/logs/gate/{gate}-truth_check.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        checkpoint=WF.plans[config["ranking"]["bare_val_run"]].checkpoint,
+        bank=config["ranking"]["bank"],
     script:
         "../scripts/gate_truth_check.py"
 
@@ -82,13 +82,13 @@ rule gate_experiment_b:
         fresh=get_fresh_run_files,
     output:
         result="results/gate/{gate}/experiment-b.json",
-    params:
-        fresh=WF.masked_runs("b"),
-        n_resamples=config["statistics"]["n_resamples"],
-        seed=config["statistics"]["seed"],
     log:
         "results/logs/gate/{gate}-experiment-b.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        fresh=WF.masked_runs("b"),
+        n_resamples=config["statistics"]["n_resamples"],
+        seed=config["statistics"]["seed"],
     script:
         "../scripts/gate_experiment_b.py"

@@ -60,14 +60,14 @@ rule paper_ranking_table:
             caption="../report/ranking_table.rst",
             category="Tables",
         ),
-    params:
-        arms=RANKING_ARMS,
-        vs_free=WF.ranking_vs_free(),
-        pairwise=WF.ranking_pairwise(),
     log:
         "results/logs/paper/ranking_table.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        arms=RANKING_ARMS,
+        vs_free=WF.ranking_vs_free(),
+        pairwise=WF.ranking_pairwise(),
     script:
         "../scripts/paper_ranking_table.py"
 
@@ -76,7 +76,9 @@ rule paper_beta_plot:
     input:
         beta=f"results/gate/{GATE}/beta.json",
         truth_check=branch(
-            IS_DEFAULT_WORLD, then=f"results/gate/{GATE}/truth_check.json", otherwise=[]
+            IS_DEFAULT_WORLD,
+            then=f"results/gate/{GATE}/truth_check.json",
+            otherwise=[],
         ),
     output:
         pdf="paper/figures/gate_betas.pdf",
@@ -99,6 +101,14 @@ rule paper:
         rules.paper_forest_plot.output,
         rules.paper_ranking_table.output,
         rules.paper_beta_plot.output,
+        expand(
+            "paper/tables/ablation_{bench}.{ext}",
+            bench=ABLATION_BENCHMARKS,
+            ext=["tex", "csv", "md", "html"],
+        ),
+        expand("paper/tables/harness.{ext}", ext=["tex", "csv", "md", "html"]),
+        expand("paper/figures/ablation_{group}.png", group=ABLATION_GROUPS),
+        RATIO_SPLITS,
 
 
 rule paper_pdf:

@@ -8,13 +8,13 @@ rule freeze_bank:
         bank=config["banks"][config["ranking"]["bank"]]["path"],
     output:
         bank=f"results/banks/{GATE}/{{arm}}.json",
-    wildcard_constraints:
-        arm="(top|bottom)-[0-9]+|random-[0-9]+-[0-9]+",
-    params:
-        selection=get_freeze_params,
     log:
         f"results/logs/banks/{GATE}-{{arm}}.log",
+    wildcard_constraints:
+        arm="(top|bottom)-[0-9]+|random-[0-9]+-[0-9]+",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        selection=get_freeze_params,
     script:
         "../scripts/freeze_bank.py"

@@ -13,7 +13,7 @@ from skilleval.types import Environment, Policy
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
 if TYPE_CHECKING:
-    from skilleval.evaluation import RunInputs
+    from skilleval.inputs import RunInputs
 
 
 @dataclass(frozen=True)

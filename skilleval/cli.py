@@ -45,6 +45,36 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ablation_plan(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from skilleval.ablation.plan import load_matrix
+    from skilleval.ablation.status import plan_table, render_plan
+
+    rows = plan_table(load_matrix(args.matrix), Path(args.root))
+    print(json.dumps(rows, indent=1) if args.json else render_plan(rows))
+    return 0
+
+
+def cmd_ablation_run(args: argparse.Namespace) -> int:
+    from skilleval.ablation.plan import load_matrix, plan
+    from skilleval.ablation.run import build_and_audit
+
+    matrix = load_matrix(args.matrix)
+    runs = {run.run_id: run for run in plan(matrix)}
+    if args.run_id not in runs:
+        raise SkillevalError(f"{args.run_id!r} is not in the plan of {args.matrix}")
+    build_and_audit(runs[args.run_id], matrix, args.summary, args.audit)
+    return 0
+
+
+def cmd_ablation_split(args: argparse.Namespace) -> int:
+    from skilleval.ablation.splits import write_split
+
+    write_split(args.benchmark, args.pool, args.ratio, args.output)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skilleval", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -60,6 +90,25 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--seed", type=int, default=20260830)
     compare.add_argument("--method", choices=["percentile", "BCa"], default="percentile")
     compare.set_defaults(func=cmd_compare)
+    ablation = sub.add_parser("ablation", help="the ablation and harness matrices")
+    ablation_sub = ablation.add_subparsers(dest="ablation_command", required=True)
+    plan = ablation_sub.add_parser("plan", help="every planned run with its status")
+    plan.add_argument("--json", action="store_true", help="print a JSON list of runs")
+    plan.add_argument("--matrix", default="config/ablation/matrix.yaml")
+    plan.add_argument("--root", default=".", help="workflow directory holding results/")
+    plan.set_defaults(func=cmd_ablation_plan)
+    run = ablation_sub.add_parser("run", help="build and audit one planned run (graph entry)")
+    run.add_argument("run_id")
+    run.add_argument("--matrix", default="config/ablation/matrix.yaml")
+    run.add_argument("--summary", required=True)
+    run.add_argument("--audit", required=True)
+    run.set_defaults(func=cmd_ablation_run)
+    split = ablation_sub.add_parser("split", help="ratio split of a candidate pool (seed 42)")
+    split.add_argument("benchmark")
+    split.add_argument("ratio", choices=["1shot", "1-1-8", "2-1-7", "4-1-5"])
+    split.add_argument("--pool", type=int, required=True)
+    split.add_argument("--output", required=True)
+    split.set_defaults(func=cmd_ablation_split)
     return parser
 
 

@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from skilleval.errors import ConfigError
+from skilleval.yamlio import SafeLoader
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "config" / "schemas"
 
@@ -23,7 +24,7 @@ SCHEMA_DIR = Path(__file__).resolve().parent.parent / "config" / "schemas"
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     with open(SCHEMA_DIR / f"{name}.schema.yaml") as handle:
-        schema: dict[str, Any] = yaml.safe_load(handle)
+        schema: dict[str, Any] = yaml.load(handle, Loader=SafeLoader)
     return schema
 
 
@@ -242,7 +243,7 @@ def run_specs(config: Mapping[str, Any]) -> dict[str, RunSpec]:
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     with open(path) as handle:
-        data = yaml.safe_load(handle)
+        data = yaml.load(handle, Loader=SafeLoader)
     if not isinstance(data, dict):
         raise ConfigError(str(path), "(top level)", data, "not a mapping", "write a YAML mapping")
     return data

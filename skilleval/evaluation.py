@@ -11,7 +11,6 @@ import json
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from skilleval.backends import Service, make_environment, make_policy
 from skilleval.banks import bank_hash, load_bank, system_prompt
 from skilleval.checkpoints import checkpoint_fingerprint
 from skilleval.errors import CoverageError, SkillevalError
+from skilleval.inputs import RunInputs
 from skilleval.journal import Journal, RecordKey
 from skilleval.provenance import canonical_hash, file_sha256, provenance
 from skilleval.rollout import run_episode
@@ -29,28 +29,6 @@ from skilleval.runner import RetryPolicy, run_episodes
 from skilleval.types import Skill
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RunInputs:
-    """Everything an evaluation run reads, resolved from config by the workflow."""
-
-    run: str
-    experiment: str
-    protocol_name: str
-    protocol: dict[str, Any]
-    checkpoint_id: str
-    checkpoint_path: str
-    checkpoint_expected_fingerprint: str | None
-    bank_name: str | None
-    bank_path: str | None
-    bank_chunks: int | None
-    split_file: str
-    split: str
-    backends: dict[str, str]
-    catalogue: str
-    mask_path: str | None = None
-    mask_run: str | None = None
 
 
 def protocol_fingerprint(protocol_name: str, protocol: dict[str, Any]) -> str:

@@ -21,13 +21,10 @@ from skilleval.banks import bank_hash, load_bank
 from skilleval.contrast import RunRecords
 from skilleval.errors import ComparisonError, SkillevalError
 from skilleval.evaluation import load_task_ids
+from skilleval.inputs import masked_run_names
 from skilleval.provenance import file_sha256, provenance
 from skilleval.stats.bootstrap import align, per_task_means
 from skilleval.stats.gate import fit_gate
-
-
-def masked_run_names(n_runs: int, prefix: str = "masked") -> list[str]:
-    return [f"{prefix}-{i + 1:02d}" for i in range(n_runs)]
 
 
 def build_design(

@@ -11,8 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from skilleval.config import run_specs
-from skilleval.evaluation import RunInputs
-from skilleval.ranking import masked_run_names
+from skilleval.inputs import RunInputs, masked_run_names
 
 
 @dataclass(frozen=True)

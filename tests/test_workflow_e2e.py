@@ -6,9 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import dry_run_outputs, snakemake
 
+PLANTED = {
+    "LR-docvqa-8": "undeclared_override",
+    "MBS-alfworld-2": "rate_limit",
+    "SLOWN-livemathematicianbench-5": "oom",
+}
 RUNS = ("base-free", "base-S0", "final-free", "final-ST")
 CONTRASTS = ("s0-gain", "internalisation", "internalisation-gap", "upper-bound", "final-vs-initial")
 
@@ -29,6 +35,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         else:
             shutil.copy(source, workdir / part)
     shutil.copy(REPO / "tests" / "data" / "small.yaml", workdir / "config" / "small.yaml")
+    matrix = yaml.safe_load((REPO / "config" / "ablation" / "matrix.yaml").read_text())
+    matrix["trainer"]["plant"] = PLANTED
+    (workdir / "config" / "ablation" / "planted.yaml").write_text(yaml.safe_dump(matrix))
     snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
     return workdir
 
@@ -118,3 +127,63 @@ def test_changing_a_protocol_value_makes_every_run_stale(built: Path) -> None:
     runs = {Path(o).parent.name for o in jobs["eval_run"]}
     assert set(RUNS) <= runs
     assert "world_tasks" not in jobs
+
+
+def test_ablation_matrix_builds_with_audits_and_marked_invalid_runs(built: Path) -> None:
+    audits = {
+        p.stem: json.loads(p.read_text())
+        for p in (built / "results" / "audit" / "ablation").glob("*/*.json")
+    }
+    assert len(audits) == 216
+    invalid = {
+        k: [c["name"] for c in v["checks"] if not c["passed"]]
+        for k, v in audits.items()
+        if not v["valid"]
+    }
+    assert invalid == {
+        "LR-docvqa-8": ["only_declared_keys_differ"],
+        "MBS-alfworld-2": ["no_rate_limit_errors"],
+        "SLOWN-livemathematicianbench-5": ["no_crash"],
+    }
+    table = (built / "paper" / "tables" / "ablation_docvqa.tex").read_text()
+    assert r"8$^\dagger$" in table and "only\\_declared\\_keys\\_differ" in table
+    harness = (built / "paper" / "tables" / "harness.csv").read_text()
+    assert harness.count("\n") == 1 + 18 + 66
+    for group in ("batch", "lr", "lrctrl"):
+        assert (built / "paper" / "figures" / f"ablation_{group}.png").exists()
+
+
+def test_ablation_plan_command_reports_statuses(built: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skilleval.cli",
+            "ablation",
+            "plan",
+            "--json",
+            "--root",
+            str(built),
+            "--matrix",
+            str(built / "config" / "ablation" / "planted.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = json.loads(done.stdout)
+    statuses = {r["id"]: r["status"] for r in rows}
+    assert statuses["LR-docvqa-8"] == "invalid" and statuses["BATCH-docvqa-full"] == "done"
+    assert {r["section"] for r in rows} == {
+        "prior",
+        "3.1",
+        "3.2",
+        "3.4",
+        "3.5",
+        "harness-1",
+        "harness-2",
+        "harness-3",
+    }

@@ -1,0 +1,7 @@
+from skilleval.ablation.tables import render_ablation_table
+from skilleval.logs import logged
+
+with logged(snakemake.log[0]):
+    render_ablation_table(
+        snakemake.wildcards.bench, snakemake.params.matrix, dict(snakemake.output.items())
+    )

@@ -1,0 +1,205 @@
+"""Ablation tables per benchmark, the harness table and a figure per group.
+
+The default point of each group is the reused default run, shown as such. Invalid runs
+stay in the tables with a dagger and their reasons.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from skilleval import atomic
+from skilleval.ablation.plan import PlannedRun, default_run_id, load_matrix, plan, run_files
+from skilleval.paper import environment, latex_escape
+
+METRICS = ("best_selection_score", "base_score", "best_test_score", "delta", "tokens")
+
+
+def load(path: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(Path(path).read_text())
+    return data
+
+
+def result_row(run_id: str, summary: str, audit: str) -> dict[str, Any]:
+    s, a = load(summary), load(audit)
+    return {
+        "run_id": run_id,
+        **{m: s[m] for m in METRICS},
+        "valid": a["valid"],
+        "reasons": "; ".join(a["reasons"]),
+    }
+
+
+def ablation_rows(
+    bench: str,
+    matrix: dict[str, Any],
+    planned: Mapping[str, PlannedRun],
+    files: Mapping[str, tuple[str, str]],
+) -> pd.DataFrame:
+    rows = []
+    for group, spec in matrix["groups"].items():
+        if bench not in spec["benchmarks"]:
+            continue
+        for value in spec["values"]:
+            run_id = f"{spec['prefix']}-{bench}-{value}"
+            reused = run_id not in planned
+            source = default_run_id(bench) if reused else run_id
+            rows.append(
+                {
+                    "group": group,
+                    "value": value,
+                    "reused_default": reused,
+                    **result_row(source, *files[source]),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def fmt(x: float) -> str:
+    return f"{x:.4f}"
+
+
+def render(
+    frame: pd.DataFrame, tex_rows: list[dict[str, Any]], outputs: Mapping[str, str], **template: Any
+) -> None:
+    notes = [
+        rf"$^\dagger$ {latex_escape(r['run_id'])}: {latex_escape(r['reasons'])}"
+        for r in frame.to_dict("records")
+        if not r["valid"]
+    ]
+    tex = (
+        environment()
+        .get_template("ablation_table.tex.j2")
+        .render(rows=tex_rows, notes=notes, **template)
+    )
+    atomic.write_text(outputs["tex"], tex)
+    atomic.write_text(outputs["csv"], frame.to_csv(index=False))
+    atomic.write_text(outputs["md"], frame.to_markdown(index=False, floatfmt=".4f") + "\n")
+    atomic.write_text(outputs["html"], frame.to_html(index=False, float_format="{:.4f}".format))
+
+
+def planned_runs(
+    matrix_path: str,
+) -> tuple[dict[str, Any], dict[str, PlannedRun], dict[str, tuple[str, str]]]:
+    matrix = load_matrix(matrix_path)
+    runs = plan(matrix)
+    return matrix, {r.run_id: r for r in runs}, run_files(runs)
+
+
+def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, str]) -> None:
+    matrix, planned, files = planned_runs(matrix_path)
+    frame = ablation_rows(bench, matrix, planned, files)
+    tex_rows, previous = [], None
+    for r in frame.to_dict("records"):
+        mark = "" if r["valid"] else r"$^\dagger$"
+        value = latex_escape(r["value"]) + (" (default)" if r["reused_default"] else "")
+        cells = [
+            latex_escape(r["group"]) if r["group"] != previous else "",
+            value + mark,
+            fmt(r["best_selection_score"]),
+            fmt(r["base_score"]),
+            fmt(r["best_test_score"]),
+            f"{r['delta']:+.4f}",
+            f"{r['tokens'] / 1e6:.1f}M",
+        ]
+        tex_rows.append({"cells": cells, "rule": previous is not None and r["group"] != previous})
+        previous = r["group"]
+    render(
+        frame,
+        tex_rows,
+        outputs,
+        rule="ablation_table",
+        label=f"tab:ablation-{bench}",
+        caption=f"Ablations on {latex_escape(bench)}: one variable at a time; (default) rows "
+        "reuse the default run.",
+        colspec="llrrrrr",
+        header="Group & Value & Best sel. & Base & Best test & $\\Delta$ & Tokens",
+    )
+
+
+def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
+    _, planned, files = planned_runs(matrix_path)
+    by_setting: dict[tuple[str, str], dict[str, Any]] = {}
+    for run_id, run in planned.items():
+        if run.harness is None:
+            continue
+        key = (run.harness["benchmark_label"], run.value)
+        row = by_setting.setdefault(key, {"benchmark": key[0], "setting": key[1]})
+        result = result_row(run_id, *files[run_id])
+        backend = run.harness["backend"]
+        row[f"{backend}_test"] = result["best_test_score"]
+        row[f"{backend}_delta"] = result["delta"]
+        row[f"{backend}_valid"] = result["valid"]
+        row[f"{backend}_run"] = run_id
+        row.setdefault("reasons", [])
+        if not result["valid"]:
+            row["reasons"].append(f"{run_id}: {result['reasons']}")
+    frame = pd.DataFrame(list(by_setting.values()))
+    frame["valid"] = frame["reasons"].map(lambda r: not r)
+    frame["reasons"] = frame["reasons"].map("; ".join)
+    frame["run_id"] = frame["benchmark"] + "/" + frame["setting"]
+
+    def cell(r: dict[str, Any], backend: str) -> str:
+        value = r.get(f"{backend}_test")
+        if value is None or pd.isna(value):
+            return "--"
+        return fmt(value) + ("" if r.get(f"{backend}_valid") else r"$^\dagger$")
+
+    tex_rows, previous = [], None
+    for r in frame.to_dict("records"):
+        cells = [
+            latex_escape(r["benchmark"]) if r["benchmark"] != previous else "",
+            latex_escape(r["setting"]),
+            cell(r, "Codex"),
+            cell(r, "Claude"),
+        ]
+        tex_rows.append(
+            {"cells": cells, "rule": previous is not None and r["benchmark"] != previous}
+        )
+        previous = r["benchmark"]
+    render(
+        frame,
+        tex_rows,
+        outputs,
+        rule="harness_table",
+        label="tab:harness",
+        caption="Harness runs: best test score per setting, Codex vs Claude Code students, "
+        "each initialised from its benchmark's one canonical source skill (-- = not run).",
+        colspec="llrr",
+        header="Benchmark & Setting & Codex & Claude",
+    )
+
+
+def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> None:
+    matrix, planned, files = planned_runs(matrix_path)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    spec = matrix["groups"][group]
+    values = list(spec["values"])
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for bench in spec["benchmarks"]:
+        frame = ablation_rows(bench, matrix, planned, files)
+        frame = frame[frame["group"] == group]
+        ys = [frame.loc[frame["value"] == v, "best_test_score"].iloc[0] for v in values]
+        ax.plot(range(len(values)), ys, marker="o", label=bench)
+        for x, (_, r) in enumerate(frame.iterrows()):
+            if not r["valid"]:
+                ax.annotate("invalid", (x, ys[x]), fontsize=7, color="red")
+    ax.set_xticks(range(len(values)))
+    ax.set_xticklabels(values)
+    ax.set_xlabel(f"{group} ({spec['prefix']})")
+    ax.set_ylabel("best test score")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_pdf)
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)

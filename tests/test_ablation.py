@@ -1,0 +1,238 @@
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skilleval.ablation.audit import audit_run
+from skilleval.ablation.plan import load_matrix, plan
+from skilleval.ablation.splits import ratio_sizes
+from skilleval.ablation.trainer import batch_sizes, build_run, trainer_command
+from skilleval.errors import ConfigError
+
+MATRIX = load_matrix("config/ablation/matrix.yaml")
+
+
+def runs_by_id(matrix: dict[str, Any] = MATRIX) -> dict[str, Any]:
+    return {r.run_id: r for r in plan(matrix)}
+
+
+def test_plan_reproduces_the_seed_counts() -> None:
+    sections = Counter(r.section for r in plan(MATRIX))
+    assert sections["3.1"] == 72  # 24 per new benchmark x 3
+    assert sections["3.2"] == 20  # batch 8/24/56/full x 5 benchmarks
+    assert sections["3.1"] + sections["3.2"] == 92
+    assert sections["3.4"] == 10 and sections["3.5"] == 10  # 8 + the 2 ALFWorld runs of §3.7-3.8
+    assert (sections["harness-1"], sections["harness-2"], sections["harness-3"]) == (18, 18, 66)
+    assert sum(sections[s] for s in ("harness-1", "harness-2", "harness-3")) == 102
+    per_bench = Counter(r.benchmark for r in plan(MATRIX) if r.section == "3.1")
+    assert per_bench == {"livemathematicianbench": 24, "alfworld": 24, "docvqa": 24}
+    assert sum(r.benchmark == "alfworld" for r in plan(MATRIX)) == 32  # the seed's dry run
+
+
+def test_seed_arithmetic_disagreement_follows_the_lists() -> None:
+    """The seed's step-3 table says DocVQA10 totals 15 and all benchmarks 66, but its
+    per-group columns and its run list give DocVQA10 16, and 17 + 17 + 16 + 15 = 65, not
+    66. The plan follows the lists: 16 DocVQA10 runs, 66 in all."""
+    step3 = Counter(r.harness["benchmark_label"] for r in plan(MATRIX) if r.section == "harness-3")
+    assert step3 == {"SearchQA": 17, "Spreadsheet": 17, "LiveMath": 16, "DocVQA10": 16}
+    assert sum(step3.values()) == 66 != 17 + 17 + 16 + 15
+
+
+STEP1 = """HARNESS-Codex-SearchQA-sched-constant HARNESS-Codex-SearchQA-sched-linear
+HARNESS-Codex-SearchQA-batch-full HARNESS-Codex-SearchQA-lr8
+HARNESS-Codex-Spreadsheet-sched-constant-multi HARNESS-Codex-Spreadsheet-lr4-multi
+HARNESS-Codex-Spreadsheet-lr16-multi HARNESS-Codex-Spreadsheet-minibatch16-multi
+HARNESS-Codex-LiveMath-lr8 HARNESS-Codex-LiveMath-lr16 HARNESS-Codex-LiveMath-slow10
+HARNESS-Codex-LiveMath-sched-linear HARNESS-Codex-LiveMath-minibatch4
+HARNESS-Codex-DocVQA10-batch-full HARNESS-Codex-DocVQA10-lr16 HARNESS-Codex-DocVQA10-lr8
+HARNESS-Codex-DocVQA10-minibatch32 HARNESS-Codex-DocVQA10-batch24""".split()  # noqa: SIM905
+STEP3 = """SearchQA-batch8 SearchQA-batch24 SearchQA-batch56 Spreadsheet-batch8-multi
+Spreadsheet-batch24-multi Spreadsheet-batch56-multi Spreadsheet-batch-full-multi LiveMath-batch8
+LiveMath-batch24 LiveMath-batch56 LiveMath-batch-full DocVQA10-batch8 DocVQA10-batch56
+SearchQA-minibatch1 SearchQA-minibatch2 SearchQA-minibatch4 SearchQA-minibatch16
+SearchQA-minibatch32 Spreadsheet-minibatch1-multi Spreadsheet-minibatch2-multi
+Spreadsheet-minibatch4-multi Spreadsheet-minibatch32-multi LiveMath-minibatch1 LiveMath-minibatch2
+LiveMath-minibatch16 LiveMath-minibatch32 DocVQA10-minibatch1 DocVQA10-minibatch2
+DocVQA10-minibatch4 DocVQA10-minibatch16 SearchQA-lr1 SearchQA-lr2 SearchQA-lr4 SearchQA-lr16
+Spreadsheet-lr1-multi Spreadsheet-lr2-multi Spreadsheet-lr8-multi LiveMath-lr1 LiveMath-lr2
+LiveMath-lr4 DocVQA10-lr1 DocVQA10-lr2 DocVQA10-lr4 Spreadsheet-sched-linear-multi
+LiveMath-sched-constant DocVQA10-sched-constant DocVQA10-sched-linear SearchQA-slow5
+SearchQA-slow10 SearchQA-slow40 Spreadsheet-slow5-multi Spreadsheet-slow10-multi
+Spreadsheet-slow40-multi LiveMath-slow5 LiveMath-slow40 DocVQA10-slow5 DocVQA10-slow10
+DocVQA10-slow40 SearchQA-policy-changed SearchQA-policy-unchanged Spreadsheet-policy-changed-multi
+Spreadsheet-policy-unchanged-multi LiveMath-policy-changed LiveMath-policy-unchanged
+DocVQA10-policy-changed DocVQA10-policy-unchanged""".split()  # noqa: SIM905
+
+
+def test_every_harness_run_id_of_the_seed_lists() -> None:
+    ids = {
+        s: {r.run_id for r in plan(MATRIX) if r.section == s}
+        for s in ("harness-1", "harness-2", "harness-3")
+    }
+    assert ids["harness-1"] == set(STEP1)
+    assert ids["harness-2"] == {i.replace("-Codex-", "-Claude-") for i in STEP1}
+    assert ids["harness-3"] == {f"HARNESS-Codex-{s}" for s in STEP3}
+
+
+def test_overrides_defaults_reuse_and_full_batch() -> None:
+    runs = runs_by_id()
+    assert "BATCH-docvqa-40" not in runs and "MBS-alfworld-8" not in runs
+    assert "SCHED-alfworld-cosine" not in runs and "MOD-docvqa-both" not in runs
+    assert runs["BATCH-docvqa-full"].overrides["train.batch_size"] == 1070
+    assert runs["LR-alfworld-4"].overrides == {
+        "optimizer.lr_scheduler": "constant",
+        "optimizer.min_learning_rate": 1,
+        "optimizer.learning_rate": 4,
+    }
+    lr8 = runs["HARNESS-Claude-SearchQA-lr8"].overrides
+    assert lr8["optimizer.learning_rate"] == 8 and lr8["optimizer.min_learning_rate"] == 1
+    assert lr8["model.student_backend"] == "claude_code_exec"
+    assert lr8["env.skill_init"] == "docs/harness_source_skills/searchqa_best_skill.md"
+    assert runs["HARNESS-Codex-DocVQA10-batch-full"].overrides["train.batch_size"] == 107
+    spreadsheet = runs["HARNESS-Codex-Spreadsheet-lr4-multi"].overrides
+    assert (spreadsheet["env.mode"], spreadsheet["env.workers"]) == ("multi", 4)
+    assert runs["SPLIT-docvqa-1shot"].overrides["env.split_dir"] == (
+        "data/ablation_splits/docvqa/1shot_seed42"
+    )
+
+
+@pytest.mark.parametrize(
+    ("pool", "ratio", "sizes"),
+    [
+        (177, "1shot", (1, 1, 175)),
+        (177, "1-1-8", (18, 18, 141)),
+        (177, "2-1-7", (35, 18, 124)),
+        (177, "4-1-5", (71, 18, 88)),
+        (5349, "1shot", (1, 1, 5347)),
+        (5349, "1-1-8", (535, 535, 4279)),
+        (5349, "2-1-7", (1070, 535, 3744)),
+        (5349, "4-1-5", (2140, 535, 2674)),
+    ],
+)
+def test_ratio_splits_reproduce_the_seed_tables(
+    pool: int, ratio: str, sizes: tuple[int, ...]
+) -> None:
+    got = ratio_sizes(pool, ratio)
+    assert (got["train"], got["val"], got["test"]) == sizes
+
+
+@pytest.mark.parametrize(
+    ("train", "batch", "expected"),
+    [
+        (35, 8, [8, 8, 8, 8, 3]),
+        (35, 24, [24, 11]),
+        (35, 40, [35]),
+        (39, 8, [8, 8, 8, 8, 7]),
+        (39, 24, [24, 15]),
+        (39, 56, [39]),
+    ],
+)
+def test_batch_logic_matches_the_verified_tables(
+    train: int, batch: int, expected: list[int]
+) -> None:
+    assert batch_sizes(train, batch, 1) == expected
+
+
+def build(tmp_path: Path, run_id: str, matrix: dict[str, Any]) -> dict[str, Any]:
+    run = runs_by_id(matrix)[run_id]
+    summary = tmp_path / run.summary_path
+    build_run(run, matrix, str(summary))
+    return audit_run(run, matrix, str(summary))
+
+
+@pytest.mark.parametrize(
+    ("run_id", "plant", "failed_check"),
+    [
+        # The old 768-token cap is both an undeclared difference and the cause of empty replies.
+        (
+            "LR-livemathematicianbench-8",
+            "empty_responses",
+            "only_declared_keys_differ,empty_responses",
+        ),
+        ("MBS-docvqa-4", "rate_limit", "no_rate_limit_errors"),
+        ("SLOWN-alfworld-5", "traceback", "no_crash"),
+        ("BATCH-alfworld-8", "oom", "no_crash"),
+        ("SCHED-livemathematicianbench-linear", "before_fix", "started_after_fixes"),
+        ("HARNESS-Codex-SearchQA-lr8", "wrong_skill", "canonical_source_skill"),
+        ("LR-docvqa-8", "undeclared_override", "only_declared_keys_differ"),
+    ],
+)
+def test_planted_failures_are_invalid_for_the_right_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_id: str, plant: str, failed_check: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    matrix = copy.deepcopy(MATRIX)
+    matrix["trainer"]["plant"] = {run_id: plant}
+    audit = build(tmp_path, run_id, matrix)
+    assert not audit["valid"]
+    assert [c["name"] for c in audit["checks"] if not c["passed"]] == failed_check.split(",")
+
+
+def test_clean_runs_pass_and_alfworld_progress_bars_are_not_rate_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    audit = build(tmp_path, "BATCH-alfworld-24", MATRIX)
+    log = (tmp_path / runs_by_id()["BATCH-alfworld-24"].out_root / "train.log").read_text()
+    assert "429/494" in log
+    assert audit["valid"], audit["reasons"]
+
+
+def test_second_writer_of_one_out_root_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from filelock import FileLock
+
+    from skilleval.errors import RunLockedError
+
+    monkeypatch.chdir(tmp_path)
+    run = runs_by_id()["LR-docvqa-2"]
+    (tmp_path / run.out_root).mkdir(parents=True)
+    lock = FileLock(str((tmp_path / run.out_root).parent / f".{run.run_id}.writer.lock"))
+    with lock, pytest.raises(RunLockedError, match="one writer per out_root"):
+        build_run(run, MATRIX, str(tmp_path / run.summary_path))
+
+
+def test_command_trainer_quotes_values_and_reads_its_summary(tmp_path: Path) -> None:
+    fake = tmp_path / "scripts" / "train.py"
+    fake.parent.mkdir()
+    fake.write_text(
+        "import json, sys, pathlib\n"
+        "args = dict(a.split('=', 1) for a in sys.argv[3:])\n"
+        "root = pathlib.Path(args['env.out_root'])\n"
+        "json.dump({'argv': sys.argv[1:]}, open(root / 'argv.json', 'w'))\n"
+        "json.dump({'best_selection_score': 0.9, 'base_score': 0.8, 'best_test_score': 0.85,\n"
+        "           'tokens': 10, 'steps': 4}, open(root / 'summary.json', 'w'))\n"
+    )
+    matrix = copy.deepcopy(MATRIX)
+    matrix["trainer"].update(kind="command", python=sys.executable, root=str(tmp_path))
+    matrix["groups"]["student"]["values"]["odd"] = {"model.student": "gpt 5.4 'mini'; rm -rf /"}
+    run = runs_by_id(matrix)["SMODEL-docvqa-odd"]
+    out_root = tmp_path / "results" / "SMODEL-docvqa-odd"
+    summary = build_run(run, matrix, str(out_root / "summary.json"))
+    argv = json.loads((out_root / "argv.json").read_text())["argv"]
+    assert argv[:2] == ["--config", "configs/docvqa/default.yaml"]
+    assert "model.student=gpt 5.4 'mini'; rm -rf /" in argv
+    assert argv[-1] == f"env.out_root={out_root.resolve()}"
+    command = (out_root / "command.sh").read_text()
+    assert shlex.split(command)[1:] == trainer_command(run, matrix, out_root)[1:]
+    assert summary["delta"] == pytest.approx(0.05) and summary["trainer"] == "command"
+
+
+def test_bad_matrix_is_refused_with_the_key() -> None:
+    import yaml
+
+    from skilleval.config import validate_against_schema
+
+    matrix = yaml.safe_load(Path("config/ablation/matrix.yaml").read_text())
+    matrix["groups"]["lr"]["section"] = "3.9"
+    with pytest.raises(ConfigError) as info:
+        validate_against_schema(matrix, "ablation", "config/ablation/matrix.yaml")
+    assert info.value.key == "groups.lr.section" and info.value.value == "3.9"
