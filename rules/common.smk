@@ -103,7 +103,9 @@ ABLATION_FILES = {
 }
 HARNESS_IDS = [r for r, run in ABLATION_RUNS.items() if run.harness]
 ABLATION_BENCHMARKS = list(ABLATION["benchmarks"])
-ABLATION_GROUPS = [g for g, spec in ABLATION["groups"].items() if len(spec["values"]) > 1]
+ABLATION_GROUPS = [
+    g for g, spec in ABLATION["groups"].items() if len(spec["values"]) > 1
+]
 RATIO_SPLITS = [
     f"results/ablation/splits/{bench}/{ratio}_seed42.json"
     for bench, spec in ABLATION["benchmarks"].items()
