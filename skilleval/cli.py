@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -75,6 +77,71 @@ def cmd_ablation_split(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gpu_run(args: argparse.Namespace) -> int:
+    """Lease cards, export CUDA_VISIBLE_DEVICES, run the command, release on exit."""
+    import subprocess
+    import time
+
+    from skilleval.gpu import gpu_lease, parse_devices, visible_devices
+
+    command = args.command_args[1:] if args.command_args[:1] == ["--"] else args.command_args
+    if not command:
+        raise SkillevalError("gpu-run needs a command after --")
+    allowed = parse_devices(args.devices)
+    protected = parse_devices(args.protected)
+    with gpu_lease(args.gpus, allowed, args.lock_dir, args.timeout, protected=protected) as lease:
+        record = {**lease.as_json(), "command": command, "pid": os.getpid()}
+        print(f"skilleval gpu-run: leased {record}", file=sys.stderr, flush=True)
+        with visible_devices(lease):
+            started = time.time()
+            code = subprocess.call(command)
+        if args.record:
+            from skilleval import atomic
+
+            atomic.write_json(
+                args.record,
+                {**record, "started": started, "ended": time.time(), "returncode": code},
+            )
+    return code
+
+
+def cmd_serve_world(args: argparse.Namespace) -> int:
+    """Serve the default world over HTTP until interrupted (sglang-compatible flags)."""
+    import signal
+    import threading
+    from pathlib import Path
+
+    from skilleval.serve_world import Faults, start_servers
+
+    faults = Faults(
+        rate=args.fault_rate, kinds=tuple(args.fault_kinds.split(",")), latency_s=args.latency
+    )
+    weights = Path(args.model_path)
+    weights = weights / "model.safetensors" if weights.is_dir() else weights
+    servers = start_servers(
+        str(weights),
+        args.world_dir,
+        args.seed,
+        args.port,
+        args.env_port,
+        args.slots,
+        faults,
+        {
+            "tp_size": args.tp,
+            "dp_size": args.dp_size,
+            "tool_call_parser": args.tool_call_parser,
+            "reasoning_parser": args.reasoning_parser,
+        },
+    )
+    print(f"model server {servers.model_url}, environment server {servers.env_url}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stop.wait()
+    servers.shutdown()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skilleval", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +176,37 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--pool", type=int, required=True)
     split.add_argument("--output", required=True)
     split.set_defaults(func=cmd_ablation_split)
+    gpu = sub.add_parser("gpu-run", help="run a command on leased GPUs (never a protected one)")
+    gpu.add_argument("--gpus", type=int, required=True, help="cards to lease")
+    gpu.add_argument(
+        "--devices",
+        default=os.environ.get("SKILLEVAL_GPU_DEVICES", ""),
+        help="allowed card ids, e.g. 1-13 (profile resource gpu_devices)",
+    )
+    gpu.add_argument("--protected", default="0", help="cards never handed out (default 0)")
+    gpu.add_argument(
+        "--lock-dir", default=os.environ.get("SKILLEVAL_GPU_LOCK_DIR", "/tmp/skilleval-gpu-locks")
+    )
+    gpu.add_argument("--timeout", type=float, default=3600.0)
+    gpu.add_argument("--record", help="write the lease and timings to this JSON file")
+    gpu.add_argument("command_args", nargs=argparse.REMAINDER)
+    gpu.set_defaults(func=cmd_gpu_run)
+    serve = sub.add_parser("serve-world", help="serve the sim policy and shopsim over HTTP")
+    serve.add_argument("--model-path", required=True, help="checkpoint dir or model.safetensors")
+    serve.add_argument("--world-dir", default="results/world")
+    serve.add_argument("--port", type=int, default=30000, help="model server port")
+    serve.add_argument("--env-port", type=int, default=5700)
+    serve.add_argument("--host", default="127.0.0.1", help="loopback only; kept for sglang parity")
+    serve.add_argument("--seed", type=int, default=20260830, help="the protocol's runtime seed")
+    serve.add_argument("--slots", type=int, default=48)
+    serve.add_argument("--tp", type=int, default=1)
+    serve.add_argument("--dp-size", type=int, default=4)
+    serve.add_argument("--tool-call-parser", default="qwen3_coder")
+    serve.add_argument("--reasoning-parser", default="qwen3")
+    serve.add_argument("--fault-rate", type=float, default=0.0)
+    serve.add_argument("--fault-kinds", default="429,503,slow")
+    serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
+    serve.set_defaults(func=cmd_serve_world)
     return parser
 
 

@@ -7,17 +7,20 @@ while its old journal is archived.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from skilleval import atomic
-from skilleval.backends import Service, make_environment, make_policy
+from skilleval.backends import make_environment, make_policy, make_service
 from skilleval.banks import bank_hash, load_bank, system_prompt
 from skilleval.checkpoints import checkpoint_fingerprint
 from skilleval.errors import CoverageError, SkillevalError
@@ -127,10 +130,67 @@ def evaluate(
     if inputs.mask_path:
         ident["mask_hash"] = canonical_hash(prompts)
         fingerprint = canonical_hash(ident)[:24]
-    service = Service.for_inputs(inputs, ck_fingerprint)
-    service_start = service.identity()
-    policy = make_policy(inputs, service, salt=fingerprint, fault_rate=fault_rate)
-    environment = make_environment(inputs, task_ids)
+    with served(inputs):
+        return _evaluate(
+            inputs,
+            ident,
+            fingerprint,
+            keys,
+            prompts,
+            ck_fingerprint,
+            results_path,
+            summary_path,
+            journal_root,
+            fault_rate,
+            retry,
+            started,
+        )
+
+
+def served(inputs: RunInputs) -> contextlib.AbstractContextManager[None]:
+    """The model server for the run: launched on leased GPUs, or nothing to do."""
+    kind = inputs.backends.get("model_server", "none")
+    if kind not in ("process", "docker"):
+        return contextlib.nullcontext()
+    return _launched(inputs, kind)
+
+
+@contextlib.contextmanager
+def _launched(inputs: RunInputs, kind: str) -> Iterator[None]:
+    from urllib.parse import urlparse
+
+    from skilleval.gpu import gpu_lease, parse_devices
+    from skilleval.serving import launched_server
+
+    server = inputs.protocol["model_server"]
+    count = int(server["tp"]) * int(server["dp_size"])
+    allowed = parse_devices(os.environ.get("SKILLEVAL_GPU_DEVICES", ""))
+    port = urlparse(server["base_url"]).port or 30000
+    with gpu_lease(count, allowed) as lease:
+        log.info("run %s: GPUs %s leased for the model server", inputs.run, lease.visible_devices)
+        with launched_server(kind, inputs.checkpoint_path, server, lease.visible_devices, port):
+            yield
+
+
+def _evaluate(
+    inputs: RunInputs,
+    ident: dict[str, Any],
+    fingerprint: str,
+    keys: list[RecordKey],
+    prompts: dict[str, str],
+    ck_fingerprint: str,
+    results_path: str,
+    summary_path: str,
+    journal_root: str,
+    fault_rate: float,
+    retry: RetryPolicy | None,
+    started: float,
+) -> dict[str, Any]:
+    runtime = inputs.protocol["runtime"]
+    service = make_service(inputs)
+    service_start = service.check()
+    policy = make_policy(inputs, service, salt=ck_fingerprint, fault_rate=fault_rate)
+    environment = make_environment(inputs)
     log.info(
         "run %s (%s): fingerprint %s, %d episodes, protocol %s",
         inputs.run,

@@ -139,8 +139,11 @@ class SimPolicy:
         probs = decision_probabilities(
             self.logits, self.receptivity, hint_shifts(parse_hints(system)), self.temperature
         )
+        # The run-level noise depends only on what a served model would see too (its
+        # weights, the system prompt), so in-process and HTTP runs decide identically.
+        salt = f"{self.salt}|{hashlib.sha256(system.encode()).hexdigest()[:16]}"
         return lambda name: (
-            correlated_uniform(self.task_seed, self.salt, instruction, name) < probs[name]
+            correlated_uniform(self.task_seed, salt, instruction, name) < probs[name]
         )
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:

@@ -1,0 +1,1 @@
+"""Environment backends: the in-process shopsim world and the HTTP environment server."""

@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from skilleval.gpu import GpuLeaseError, check_requests, gpu_lease, parse_devices
+from tests.conftest import REPO
+
+
+def test_parse_devices() -> None:
+    assert parse_devices("1-3,7") == [1, 2, 3, 7]
+    assert parse_devices([3, 1, 3]) == [1, 3]
+    assert parse_devices("") == []
+
+
+def test_leases_never_share_a_card_and_never_hand_out_gpu0(tmp_path: Path) -> None:
+    with (
+        gpu_lease(2, range(0, 4), tmp_path) as first,
+        gpu_lease(1, range(0, 4), tmp_path) as second,
+    ):
+        assert 0 not in first.devices + second.devices
+        assert set(first.devices).isdisjoint(second.devices)
+        with (
+            pytest.raises(GpuLeaseError, match="no 1 free GPU"),
+            gpu_lease(1, range(0, 4), tmp_path, timeout_s=0.3),
+        ):
+            pass
+
+
+def test_asking_for_more_cards_than_allowed_is_refused(tmp_path: Path) -> None:
+    with (
+        pytest.raises(GpuLeaseError, match="asks for 14 GPU\\(s\\) but the host allows 13"),
+        gpu_lease(14, range(14), tmp_path),
+    ):
+        pass
+    with pytest.raises(GpuLeaseError, match="rule serve asks for gpu=16"):
+        check_requests({"rule serve": 16}, 13, "profile gpu-host")
+
+
+def test_sigkill_releases_the_lease(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+                from skilleval.gpu import gpu_lease
+        with gpu_lease(1, [1], {str(tmp_path)!r}):
+            print("held", flush=True)
+            time.sleep(60)
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with pytest.raises(GpuLeaseError), gpu_lease(1, [1], tmp_path, timeout_s=0.2):
+        pass
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    with gpu_lease(1, [1], tmp_path, timeout_s=5) as lease:
+        assert lease.devices == (1,)
+
+
+def test_forty_jobs_through_snakemake_never_overlap_or_touch_gpu0(tmp_path: Path) -> None:
+    """40 one-card jobs, -j 40, --resources gpu=13, inventory 1-13 (14 cards, 0 protected)."""
+    base = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "benchmarks/gpu_leases/Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--resources",
+        "gpu=13",
+        "--default-resources",
+        "gpu_devices='1-13'",
+    ]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    lock_dir = tmp_path / "locks"
+    done = subprocess.run(
+        [*base, "-j", "41", "--config", "jobs=40", "hold_s=0.4"],
+        capture_output=True,
+        text=True,
+        env=env | {"TMPDIR": str(lock_dir)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    leases = [json.loads(p.read_text()) for p in (tmp_path / "probe").glob("*.lease")]
+    assert len(leases) == 41
+    intervals = sorted((r["started"], r["ended"], d) for r in leases for d in r["devices"])
+    for i, (_start, end, device) in enumerate(intervals):
+        assert device != 0
+        clash = [x for x in intervals[i + 1 :] if x[2] == device and x[0] < end]
+        assert not clash, f"card {device} held twice at once"
+    seen = [
+        json.loads((tmp_path / "probe" / p.name.removesuffix(".lease")).read_text())
+        for p in (tmp_path / "probe").glob("*.lease")
+    ]
+    assert all(
+        s["CUDA_VISIBLE_DEVICES"] and "0" not in s["CUDA_VISIBLE_DEVICES"].split(",") for s in seen
+    )
+    refused = subprocess.run(
+        [*base, "-n", "--config", "too_many_gpus=14"], capture_output=True, text=True, env=env
+    )
+    assert refused.returncode != 0
+    assert "asks for gpu=14 but the profile allows gpu=13" in refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stdout + refused.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs an NVIDIA GPU")
+def test_torch_sees_exactly_the_leased_card(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA not available")
+    count = torch.cuda.device_count()
+    output = tmp_path / "probe.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skilleval.cli",
+            "gpu-run",
+            "--gpus",
+            "1",
+            "--devices",
+            f"1-{max(count - 1, 1)}" if count > 1 else "0",
+            "--protected",
+            "" if count == 1 else "0",
+            "--lock-dir",
+            str(tmp_path),
+            "--",
+            sys.executable,
+            "-m",
+            "skilleval.gpu_probe",
+            "--hold",
+            "1",
+            "--output",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(output.read_text())
+    assert seen["device_count"] == 1
+    assert seen["CUDA_VISIBLE_DEVICES"] != "0" or count == 1
