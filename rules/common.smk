@@ -2,6 +2,7 @@ import sys
 
 from skilleval.config import validate_config
 from skilleval.errors import ConfigError
+from skilleval.gpu import GpuLeaseError, check_requests
 from skilleval.workflow import WorkflowConfig
 
 CONFIG_SOURCE = ", ".join(str(f) for f in workflow.configfiles) or "config"
@@ -11,6 +12,13 @@ except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
 
 WF = WorkflowConfig(config)
+_host_gpus = workflow.global_resources.get("gpu")
+try:
+    check_requests(
+        WF.gpu_requests(), getattr(_host_gpus, "value", _host_gpus), CONFIG_SOURCE
+    )
+except GpuLeaseError as error:
+    sys.exit(f"skilleval: {error}")
 RUNS = WF.plans
 WORLD_DIR = config["world"]["dir"]
 GATE = WF.gate
@@ -29,6 +37,14 @@ wildcard_constraints:
     checkpoint="[A-Za-z0-9_-]+",
     bank="[A-Za-z0-9_-]+",
     bench="[a-z]+",
+
+
+def get_run_gpus(wildcards):
+    return WF.gpus_for(WF.plans[wildcards.run].protocol)
+
+
+def get_masked_gpus(wildcards):
+    return WF.gpus_for(WF.masked_plan(wildcards.masked).protocol)
 
 
 def get_run_inputs(wildcards):

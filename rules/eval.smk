@@ -13,6 +13,7 @@ rule eval_run:
         "../envs/skilleval.yaml"
     resources:
         model_server=1,
+        gpu=get_run_gpus,
     params:
         inputs=get_run_params,
         journal_root="results/journal",

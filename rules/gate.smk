@@ -31,6 +31,7 @@ rule gate_masked_run:
         "../envs/skilleval.yaml"
     resources:
         model_server=1,
+        gpu=get_masked_gpus,
     params:
         inputs=get_masked_params,
         journal_root="results/journal",

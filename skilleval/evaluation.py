@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -159,14 +158,14 @@ def served(inputs: RunInputs) -> contextlib.AbstractContextManager[None]:
 def _launched(inputs: RunInputs, kind: str) -> Iterator[None]:
     from urllib.parse import urlparse
 
-    from skilleval.gpu import gpu_lease, parse_devices
+    from skilleval.gpu import allowed_devices, gpu_lease
     from skilleval.serving import launched_server
 
     server = inputs.protocol["model_server"]
     count = int(server["tp"]) * int(server["dp_size"])
-    allowed = parse_devices(os.environ.get("SKILLEVAL_GPU_DEVICES", ""))
+    allowed, protected = allowed_devices()
     port = urlparse(server["base_url"]).port or 30000
-    with gpu_lease(count, allowed) as lease:
+    with gpu_lease(count, allowed, protected=protected) as lease:
         log.info("run %s: GPUs %s leased for the model server", inputs.run, lease.visible_devices)
         with launched_server(kind, inputs.checkpoint_path, server, lease.visible_devices, port):
             yield

@@ -139,6 +139,26 @@ def visible_devices(lease: GpuLease) -> Iterator[None]:
             os.environ["CUDA_VISIBLE_DEVICES"] = previous
 
 
+def allowed_devices() -> tuple[list[int], list[int]]:
+    """(allowed, protected) for this job.
+
+    On a GPU host the profile's gpu_devices resource (exported as SKILLEVAL_GPU_DEVICES)
+    lists the cards jobs may use and GPU 0 stays protected. Under a scheduler (SLURM)
+    that already assigned cards through CUDA_VISIBLE_DEVICES, those cards are the set.
+    """
+    host = os.environ.get("SKILLEVAL_GPU_DEVICES", "")
+    if host:
+        return parse_devices(host), [0]
+    assigned = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return parse_devices(assigned), []
+
+
+def export_allowed(gpu_devices: object) -> None:
+    """Make the profile's gpu_devices resource visible to the job's package code."""
+    if gpu_devices not in (None, ""):
+        os.environ["SKILLEVAL_GPU_DEVICES"] = str(gpu_devices)
+
+
 def check_requests(requests: dict[str, int], host_total: int | None, source: str) -> None:
     """Parse-time check: no rule may ask for more cards than the host allows."""
     if host_total is None:

@@ -263,3 +263,15 @@ class WorkflowConfig:
 
     def ranking_pairwise(self) -> list[str]:
         return ["rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom"]
+
+    def gpus_for(self, protocol: str) -> int:
+        """Cards a run's job leases: sglang's tp x dp when the job launches the server."""
+        if self.config["backends"]["model_server"] not in ("process", "docker"):
+            return 0
+        server = self.config["protocols"][protocol]["model_server"]
+        return int(server["tp"] or 1) * int(server["dp_size"] or 1)
+
+    def gpu_requests(self) -> dict[str, int]:
+        return {
+            f"runs of protocol {name}": self.gpus_for(name) for name in self.config["protocols"]
+        }

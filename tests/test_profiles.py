@@ -1,0 +1,55 @@
+"""Every profile is exercised with a dry run of the whole graph."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import snakemake
+
+
+def dry(workflow_copy: Path, profile: str, *args: str) -> str:
+    done = snakemake(
+        workflow_copy,
+        "--profile",
+        f"profiles/{profile}",
+        "-n",
+        "-f",
+        "results/runs/base-free/summary.json",
+        *args,
+        check=False,
+    )
+    return done.stdout + done.stderr + f"\nexit {done.returncode}"
+
+
+def test_default_profile(workflow_copy: Path) -> None:
+    out = dry(workflow_copy, "default")
+    assert "exit 0" in out and "gpu=4" not in out  # the sim policy needs no GPU
+
+
+def test_gpu_host_profile_leases_from_cards_1_to_13(workflow_copy: Path) -> None:
+    out = dry(workflow_copy, "gpu-host")
+    assert "exit 0" in out
+    assert "gpu=4" in out and "gpu_devices=1-13" in out and "model_server=1" in out
+
+
+def test_gpu_host_refuses_a_run_needing_more_cards_than_the_host(workflow_copy: Path) -> None:
+    big = workflow_copy / "config" / "dp16.yaml"
+    big.write_text("protocols:\n  local-sglang:\n    model_server:\n      dp_size: 16\n")
+    out = dry(workflow_copy, "gpu-host", "--configfile", "config/dp16.yaml")
+    assert "exit 1" in out
+    assert "asks for gpu=16 but the profile allows gpu=13" in out and "Traceback" not in out
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+    reason="pip install -e '.[slurm]'",
+)
+def test_slurm_profile_requests_gpus_not_gres(workflow_copy: Path) -> None:
+    out = dry(workflow_copy, "slurm")
+    assert "exit 0" in out and "gpu=4" in out
+    profile = yaml.safe_load((workflow_copy / "profiles" / "slurm" / "config.yaml").read_text())
+    assert "gres" not in str(profile.get("default-resources", {}).get("slurm_extra", ""))
