@@ -41,6 +41,9 @@ class Faults:
 
 class JsonHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, keep-alive clients wait ~40 ms
+    # for the delayed ACK on every reply.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: a request log per call would drown the job log."""
