@@ -17,6 +17,7 @@ include: "rules/eval.smk"
 include: "rules/gate.smk"
 include: "rules/ranking.smk"
 include: "rules/compare.smk"
+include: "rules/audit.smk"
 include: "rules/ablation.smk"
 include: "rules/paper.smk"
 

@@ -37,6 +37,7 @@ wildcard_constraints:
     checkpoint="[A-Za-z0-9_-]+",
     bank="[A-Za-z0-9_-]+",
     bench="[a-z]+",
+    ckid="|".join(c["checkpoint_id"] for c in config["checkpoints"].values()),
 
 
 def get_run_gpus(wildcards):
@@ -157,3 +158,16 @@ def get_ablation_figure_inputs(wildcards):
         if run.benchmark in benches and not run.harness:
             files.extend(ABLATION_FILES[run_id])
     return files
+
+
+def get_checkpoint_weights(wildcards):
+    return WF.checkpoint_by_id(wildcards.ckid)["path"]
+
+
+def get_checkpoint_shard_stats(wildcards):
+    return WF.shard_stats(wildcards.ckid)
+
+
+def get_contrast_audits(wildcards):
+    audits = WF.contrast_audit_files(wildcards.contrast)
+    return [audits["control"], audits["treatment"]]

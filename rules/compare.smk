@@ -5,6 +5,7 @@ rule contrast:
     input:
         control=get_contrast_control,
         treatment=get_contrast_treatment,
+        audits=get_contrast_audits,
     output:
         contrast="results/contrasts/{contrast}.json",
     log:

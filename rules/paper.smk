@@ -109,6 +109,7 @@ rule paper:
         expand("paper/tables/harness.{ext}", ext=["tex", "csv", "md", "html"]),
         expand("paper/figures/ablation_{group}.png", group=ABLATION_GROUPS),
         RATIO_SPLITS,
+        rules.audit_weight_diff.output,
 
 
 rule paper_pdf:

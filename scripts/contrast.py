@@ -11,4 +11,5 @@ with logged(snakemake.log[0]):
         str(Path(snakemake.input.control[0]).parent),
         str(Path(snakemake.input.treatment[0]).parent),
         snakemake.output.contrast,
+        audits=list(snakemake.input.audits),
     )

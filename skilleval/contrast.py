@@ -43,7 +43,10 @@ class RunRecords:
         return cls(summary.get("run", directory.name), directory, summary, records)
 
 
-def validity_checks(control: RunRecords, treatment: RunRecords) -> list[dict[str, Any]]:
+def validity_checks(
+    control: RunRecords, treatment: RunRecords, audits: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Named pass/fail checks; ``audits`` are the checkpoint audits of (control, treatment)."""
     checks = []
 
     def check(name: str, passed: bool, detail: str) -> None:
@@ -75,6 +78,22 @@ def validity_checks(control: RunRecords, treatment: RunRecords) -> list[dict[str
         f"{control.name}: {control.summary.get('protocol')}, "
         f"{treatment.name}: {treatment.summary.get('protocol')}",
     )
+    audit_paths: list[str | None] = list(audits) if audits else [None, None]
+    for role, run, audit_path in zip(
+        ("control", "treatment"), (control, treatment), audit_paths, strict=True
+    ):
+        if audit_path is None:
+            continue
+        audit = json.loads(Path(audit_path).read_text())
+        recorded = run.summary.get("checkpoint_fingerprint")
+        ok = audit["passed"] and audit["fingerprint"] == recorded
+        detail = f"{audit['checkpoint_id']}: " + (
+            "audit passed, fingerprint matches the run"
+            if ok
+            else "; ".join(c["detail"] for c in audit["checks"] if not c["passed"])
+            or f"fingerprint {audit['fingerprint']} != run's {recorded}"
+        )
+        check(f"checkpoint_audit_{role}", ok, detail)
     tasks_c = {r["task_id"] for r in control.records}
     tasks_t = {r["task_id"] for r in treatment.records}
     check(
@@ -135,17 +154,21 @@ def build_contrast(
     control_dir: str,
     treatment_dir: str,
     output: str,
+    audits: list[str] | None = None,
 ) -> dict[str, Any]:
     """Graph entry point: always writes the contrast, with its checks, even when invalid."""
     control, treatment = RunRecords.load(control_dir), RunRecords.load(treatment_dir)
-    checks = validity_checks(control, treatment)
+    checks = validity_checks(control, treatment, audits)
     contrast: dict[str, Any] = {
         "name": name,
         "description": spec["description"],
         "causal": spec["causal"],
         "checks": checks,
     }
+    failed = [c for c in checks if not c["passed"]]
     try:
+        if failed:
+            raise ComparisonError("; ".join(f"{c['name']}: {c['detail']}" for c in failed))
         contrast.update(
             compare(
                 control,

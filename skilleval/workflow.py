@@ -275,3 +275,35 @@ class WorkflowConfig:
         return {
             f"runs of protocol {name}": self.gpus_for(name) for name in self.config["protocols"]
         }
+
+    def checkpoint_by_id(self, checkpoint_id: str) -> dict[str, Any]:
+        return next(
+            c for c in self.config["checkpoints"].values() if c["checkpoint_id"] == checkpoint_id
+        )
+
+    def shard_stats(self, checkpoint_id: str) -> dict[str, Any]:
+        """Size and mtime of every shard, so a changed or deleted shard re-runs the audit."""
+        import json
+        from pathlib import Path
+
+        weights = Path(self.checkpoint_by_id(checkpoint_id)["path"])
+        if not weights.exists():
+            return {}
+        names = (
+            sorted(set(json.loads(weights.read_text()).get("weight_map", {}).values()))
+            if weights.name.endswith(".index.json")
+            else [weights.name]
+        )
+        stats: dict[str, Any] = {}
+        for name in names:
+            shard = weights.parent / name
+            stats[name] = [shard.stat().st_size, shard.stat().st_mtime] if shard.exists() else None
+        return stats
+
+    def audit_file(self, run: str) -> str:
+        checkpoint = self.config["checkpoints"][self.plans[run].checkpoint]
+        return f"results/audit/checkpoints/{checkpoint['checkpoint_id']}.json"
+
+    def contrast_audit_files(self, contrast: str) -> dict[str, str]:
+        spec = self.contrasts[contrast]
+        return {role: self.audit_file(spec[role]) for role in ("control", "treatment")}

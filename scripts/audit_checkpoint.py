@@ -1,0 +1,5 @@
+from skilleval.audit_checkpoints import write_audit
+from skilleval.logs import logged
+
+with logged(snakemake.log[0]):
+    write_audit(snakemake.wildcards.ckid, snakemake.input.weights, snakemake.output.audit)

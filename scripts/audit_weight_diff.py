@@ -1,0 +1,11 @@
+from skilleval.audit_checkpoints import build_weight_diff
+from skilleval.logs import logged
+
+with logged(snakemake.log[0]):
+    build_weight_diff(
+        snakemake.input.base,
+        snakemake.input.final,
+        snakemake.output.diff,
+        snakemake.output.pdf,
+        snakemake.output.png,
+    )
