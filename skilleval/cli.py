@@ -8,6 +8,8 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from skilleval.errors import SkillevalError
 
@@ -142,6 +144,52 @@ def cmd_serve_world(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stale(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from skilleval.config import validate_config
+    from skilleval.stale import merged_config, report, stale_items
+
+    files = args.configfile or ["config/config.yaml"]
+    root = Path(args.root)
+    config = merged_config([str(root / f) for f in files])
+    validate_config(config, ", ".join(files))
+    items = list(stale_items(config, root))
+    print(json.dumps(items, indent=1) if args.json else report(items))
+    return 1 if items else 0
+
+
+def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    from skilleval.stale import merged_config
+
+    root = Path(args.root)
+    return merged_config([str(root / f) for f in args.configfile or ["config/config.yaml"]]), root
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    from skilleval.archive import archive_run
+
+    config, root = _config(args)
+    target = archive_run(args.run, args.reason, config, root)
+    print(f"archived {args.run} to {target}")
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from skilleval.archive import clean_run
+
+    config, root = _config(args)
+    mode = "delete" if args.delete else "archive" if args.archive else "list"
+    paths = clean_run(args.run, config, root, mode)
+    verb = {
+        "list": "would remove (pass --archive or --delete)",
+        "archive": "archived",
+        "delete": "deleted",
+    }[mode]
+    print(f"{verb}: " + (", ".join(str(p) for p in paths) or "nothing"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skilleval", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -191,6 +239,22 @@ def build_parser() -> argparse.ArgumentParser:
     gpu.add_argument("--record", help="write the lease and timings to this JSON file")
     gpu.add_argument("command_args", nargs=argparse.REMAINDER)
     gpu.set_defaults(func=cmd_gpu_run)
+    stale = sub.add_parser("stale", help="stale or missing results and the paper cells they feed")
+    stale.add_argument("--configfile", action="append", help="as given to snakemake (repeatable)")
+    stale.add_argument("--root", default=".", help="workflow directory")
+    stale.add_argument("--json", action="store_true")
+    stale.set_defaults(func=cmd_stale)
+    archive = sub.add_parser("archive", help="move a superseded run under results/archive/")
+    archive.add_argument("run")
+    archive.add_argument("--reason", required=True, help="recorded in why.json")
+    clean = sub.add_parser("clean", help="remove an unfinished run (lists only, by default)")
+    clean.add_argument("run")
+    clean.add_argument("--archive", action="store_true", help="move its leftovers to the archive")
+    clean.add_argument("--delete", action="store_true", help="delete its leftovers for good")
+    for command, func in ((archive, cmd_archive), (clean, cmd_clean)):
+        command.add_argument("--configfile", action="append")
+        command.add_argument("--root", default=".")
+        command.set_defaults(func=func)
     serve = sub.add_parser("serve-world", help="serve the sim policy and shopsim over HTTP")
     serve.add_argument("--model-path", required=True, help="checkpoint dir or model.safetensors")
     serve.add_argument("--world-dir", default="results/world")

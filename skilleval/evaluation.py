@@ -81,6 +81,13 @@ def task_prompts(skills: list[Skill], task_ids: list[str], inputs: RunInputs) ->
     }
 
 
+def chunk_hashes(inputs: RunInputs) -> dict[str, str]:
+    """Hash of every injected chunk, so a stale report can name the chunk that changed."""
+    if not inputs.bank_path:
+        return {}
+    return {s.chunk_id: bank_hash([s])[:16] for s in load_bank(inputs.bank_path)}
+
+
 def summarise(records: list[dict[str, Any]], n_expected: int) -> dict[str, Any]:
     metrics = sorted(k for k in records[0] if k == "reward" or k.startswith("r_"))
     summary: dict[str, Any] = {
@@ -227,6 +234,8 @@ def _evaluate(
         "experiment": inputs.experiment,
         **ident,
         "fingerprint": fingerprint,
+        "protocol_values": {k: v for k, v in inputs.protocol.items() if k != "description"},
+        "chunk_hashes": chunk_hashes(inputs),
         "repeats": runtime["repeats"],
         **summarise(records, len(keys)),
         "service": {

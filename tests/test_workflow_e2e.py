@@ -187,3 +187,50 @@ def test_ablation_plan_command_reports_statuses(built: Path) -> None:
         "harness-2",
         "harness-3",
     }
+
+
+def test_stale_report_names_exactly_the_affected_cells(built: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    def stale(*configs: str) -> tuple[int, set[str]]:
+        args = [
+            a
+            for c in ("config/config.yaml", "config/small.yaml", *configs)
+            for a in ("--configfile", c)
+        ]
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "skilleval.cli", "stale", "--root", str(built), *args],
+            capture_output=True,
+            text=True,
+        )
+        elapsed = time.perf_counter() - started
+        assert elapsed < 10, f"stale took {elapsed:.1f}s"
+        lines = set(done.stdout.strip().splitlines()[:-1]) if done.returncode else set()
+        return done.returncode, lines
+
+    assert stale() == (0, set())
+    (built / "config" / "hotter.yaml").write_text(
+        "protocols:\n  local-sglang:\n    sampling:\n      temperature: 0.7\n"
+    )
+    bank = built / "results" / "world" / "banks" / "ST.md"
+    original = bank.read_text()
+    bank.write_text(original.replace("## chunk st-03\n", "## chunk st-03\n\nEdited.\n"))
+    try:
+        code, lines = stale("config/hotter.yaml")
+    finally:
+        bank.write_text(original)
+        snakemake(built, "paper", "--touch", "--configfile", "config/small.yaml")
+    assert code == 1
+    assert (
+        "Table main, final-ST: protocol sampling.temperature 0.6 -> 0.7; "
+        "bank ST chunk st-03 changed"
+    ) in lines
+    assert "Table main, base-free: protocol sampling.temperature 0.6 -> 0.7" in lines
+    cells = {line.split(":")[0] for line in lines}
+    expected_main = {f"Table main, {r}" for r in RUNS} | {f"Table main, {c}" for c in CONTRASTS}
+    assert expected_main <= cells
+    assert "Table ranking, every arm (gate betas)" in cells
+    assert not any(c.startswith("Table ablation") for c in cells)

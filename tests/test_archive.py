@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skilleval.archive import archive_run, clean_run
+from skilleval.errors import SkillevalError
+from tests.conftest import load_default_config
+
+
+def make_run(root: Path, run: str, finished: bool) -> None:
+    (root / "results" / "runs" / run).mkdir(parents=True)
+    (root / "results" / "journal" / run).mkdir(parents=True)
+    (root / "results" / "journal" / run / "fp.jsonl").write_text('{"task_id": "a"}\n')
+    if finished:
+        (root / "results" / "runs" / run / "summary.json").write_text("{}")
+
+
+def test_archive_moves_everything_with_a_reason(tmp_path: Path) -> None:
+    make_run(tmp_path, "base-free", finished=True)
+    target = archive_run("base-free", "protocol changed", load_default_config(), tmp_path)
+    assert not (tmp_path / "results" / "runs" / "base-free").exists()
+    why = json.loads((target / "why.json").read_text())
+    assert why["reason"] == "protocol changed" and len(why["moved"]) == 2
+    assert (target / "journal__base-free" / "fp.jsonl").exists()
+
+
+def test_clean_lists_by_default_and_deletes_only_when_asked(tmp_path: Path) -> None:
+    make_run(tmp_path, "round-004", finished=False)
+    config = load_default_config()
+    listed = clean_run("round-004", config, tmp_path, "list")
+    assert len(listed) == 2 and all(p.exists() for p in listed)
+    clean_run("round-004", config, tmp_path, "delete")
+    assert not any(p.exists() for p in listed)
+
+
+def test_clean_refuses_finished_runs_and_registered_inputs(tmp_path: Path) -> None:
+    make_run(tmp_path, "base-S0", finished=True)
+    with pytest.raises(SkillevalError, match="is finished"):
+        clean_run("base-S0", load_default_config(), tmp_path, "delete")
+    config = load_default_config()
+    config["checkpoints"]["base"]["path"] = "results/runs/oops/model.safetensors"
+    make_run(tmp_path, "oops", finished=False)
+    with pytest.raises(SkillevalError, match="registered checkpoint or bank"):
+        clean_run("oops", config, tmp_path, "delete")
+    assert (tmp_path / "results" / "runs" / "oops").exists()
