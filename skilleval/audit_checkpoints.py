@@ -19,6 +19,7 @@ from safetensors import safe_open
 
 from skilleval import atomic
 from skilleval.checkpoints import checkpoint_fingerprint, file_fingerprint
+from skilleval.figures import save_figure
 from skilleval.provenance import provenance
 
 
@@ -170,10 +171,7 @@ def weight_change_figure(diff: dict[str, Any], out_pdf: str, out_png: str) -> No
     ax.set_ylabel("mean relative L2 change")
     ax.set_title("Where training changed the model (final vs base)")
     fig.tight_layout()
-    Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_pdf)
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_pdf, out_png)
 
 
 def build_weight_diff(base: str, final: str, output: str, out_pdf: str, out_png: str) -> None:

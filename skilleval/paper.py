@@ -16,6 +16,7 @@ import jinja2
 import pandas as pd
 
 from skilleval import atomic
+from skilleval.figures import save_figure
 
 LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "$": r"\$"}
 
@@ -197,10 +198,7 @@ def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: 
     unique = dict(zip(labels, handles, strict=True))
     ax.legend(unique.values(), unique.keys(), loc="lower right", fontsize=8)
     fig.tight_layout()
-    Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_pdf)
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_pdf, out_png)
 
 
 TEX_ENGINES = ("latexmk", "pdflatex")
@@ -391,7 +389,4 @@ def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_pn
     ax.set_title("Draft chunks ranked by signed beta")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_pdf)
-    fig.savefig(out_png, dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_pdf, out_png)

@@ -57,9 +57,8 @@ def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:
     return replace(WorkflowConfig(config).run_inputs_object(run), **changes)
 
 
-@pytest.fixture()
-def workflow_copy(tmp_path: Path) -> Path:
-    """A copy of the workflow in a temporary directory, so tests never touch results/."""
+def copy_workflow(tmp_path: Path) -> Path:
+    """A copy of the workflow's sources (no built results) in ``tmp_path``."""
     for part in WORKFLOW_PARTS:
         source = REPO / part
         if source.is_dir():
@@ -71,6 +70,12 @@ def workflow_copy(tmp_path: Path) -> Path:
         else:
             shutil.copy(source, tmp_path / part)
     return tmp_path
+
+
+@pytest.fixture()
+def workflow_copy(tmp_path: Path) -> Path:
+    """A copy of the workflow in a temporary directory, so tests never touch results/."""
+    return copy_workflow(tmp_path)
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

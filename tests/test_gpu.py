@@ -6,7 +6,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -50,12 +49,10 @@ def test_sigkill_releases_the_lease(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            textwrap.dedent(f"""
-                from skilleval.gpu import gpu_lease
-        with gpu_lease(1, [1], {str(tmp_path)!r}):
-            print("held", flush=True)
-            time.sleep(60)
-    """),
+            "import time\nfrom skilleval.gpu import gpu_lease\n"
+            f"with gpu_lease(1, [1], {str(tmp_path)!r}):\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(60)\n",
         ],
         stdout=subprocess.PIPE,
         text=True,

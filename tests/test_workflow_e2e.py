@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import dry_run_outputs, snakemake
+from tests.conftest import REPO, copy_workflow, dry_run_outputs, snakemake
 
 PLANTED = {
     "LR-docvqa-8": "undeclared_override",
@@ -21,19 +22,8 @@ CONTRASTS = ("s0-gain", "internalisation", "internalisation-gap", "upper-bound",
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import shutil
 
-    from tests.conftest import REPO, WORKFLOW_PARTS
-
-    workdir = tmp_path_factory.mktemp("graph")
-    for part in WORKFLOW_PARTS:
-        source = REPO / part
-        if source.is_dir():
-            shutil.copytree(
-                source, workdir / part, ignore=shutil.ignore_patterns("tables", "figures", "*.pdf")
-            )
-        else:
-            shutil.copy(source, workdir / part)
+    workdir = copy_workflow(tmp_path_factory.mktemp("graph"))
     shutil.copy(REPO / "tests" / "data" / "small.yaml", workdir / "config" / "small.yaml")
     matrix = yaml.safe_load((REPO / "config" / "ablation" / "matrix.yaml").read_text())
     matrix["trainer"]["plant"] = PLANTED

@@ -15,6 +15,7 @@ import pandas as pd
 
 from skilleval import atomic
 from skilleval.ablation.plan import PlannedRun, default_run_id, load_matrix, plan, run_files
+from skilleval.figures import save_figure
 from skilleval.paper import environment, latex_escape
 
 METRICS = ("best_selection_score", "base_score", "best_test_score", "delta", "tokens")
@@ -199,7 +200,4 @@ def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> No
     ax.set_ylabel("best test score")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_pdf)
-    fig.savefig(out_png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, out_pdf, out_png)
