@@ -76,7 +76,7 @@ def render(
     tex = (
         environment()
         .get_template("ablation_table.tex.j2")
-        .render(rows=tex_rows, notes=notes, **template)
+        .render(rows=tex_rows, notes=notes, **{"long": False, **template})
     )
     atomic.write_text(outputs["tex"], tex)
     atomic.write_text(outputs["csv"], frame.to_csv(index=False))
@@ -168,6 +168,7 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
         tex_rows,
         outputs,
         rule="harness_table",
+        long=True,
         label="tab:harness",
         caption="Harness runs: best test score per setting, Codex vs Claude Code students, "
         "each initialised from its benchmark's one canonical source skill (-- = not run).",
