@@ -5,7 +5,11 @@ rule audit_checkpoint:
     input:
         weights=get_checkpoint_weights,
     output:
-        audit="results/audit/checkpoints/{ckid}.json",
+        audit=report(
+            "results/audit/checkpoints/{ckid}.json",
+            caption="../report/checkpoint_audit.rst",
+            category="Audits",
+        ),
     log:
         "results/logs/audit/checkpoint-{ckid}.log",
     conda:

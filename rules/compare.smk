@@ -23,7 +23,11 @@ rule verdict:
     input:
         contrast="results/contrasts/{contrast}.json",
     output:
-        verdict="results/verdicts/{contrast}.json",
+        verdict=report(
+            "results/verdicts/{contrast}.json",
+            caption="../report/verdict.rst",
+            category="Verdicts",
+        ),
     log:
         "results/logs/verdicts/{contrast}.log",
     conda:
