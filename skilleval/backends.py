@@ -9,7 +9,7 @@ from skilleval.checkpoints import load_policy_tensors
 from skilleval.env.wire import HttpEnvironment
 from skilleval.errors import SkillevalError
 from skilleval.policy.openai_policy import OpenAIPolicy
-from skilleval.policy.sim import SimPolicy
+from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.serving import Service
 from skilleval.types import Environment, Policy
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
@@ -26,16 +26,17 @@ def make_service(inputs: RunInputs) -> Service:
                    server["base_url"], server)  # fmt: skip
 
 
-def make_policy(inputs: RunInputs, service: Service, salt: str, fault_rate: float = 0.0) -> Policy:
+def make_policy(inputs: RunInputs, service: Service, fault_rate: float = 0.0) -> Policy:
     sampling = inputs.protocol["sampling"]
     runtime = inputs.protocol["runtime"]
     if inputs.backends["policy"] == "sim":
+        tensors = load_policy_tensors(service.weights)
         return SimPolicy(
-            load_policy_tensors(service.weights),
+            tensors,
             temperature=sampling["temperature"],
             max_tokens=sampling["max_tokens"],
             enable_thinking=sampling["enable_thinking"],
-            salt=salt,
+            salt=weights_salt(tensors),
             task_seed=runtime["seed"],
             fault_rate=fault_rate,
         )

@@ -25,6 +25,7 @@ from skilleval.checkpoints import checkpoint_fingerprint
 from skilleval.errors import CoverageError, SkillevalError
 from skilleval.inputs import RunInputs
 from skilleval.journal import Journal, RecordKey
+from skilleval.policy.sim import SIM_POLICY_VERSION
 from skilleval.provenance import canonical_hash, file_sha256, provenance
 from skilleval.rollout import run_episode
 from skilleval.runner import RetryPolicy, run_episodes
@@ -56,6 +57,8 @@ def identity(inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None) ->
         "split": inputs.split,
         "split_hash": file_sha256(inputs.split_file),
         "backends": dict(sorted(inputs.backends.items())),
+        # Journals of the sim policy are only valid for the behaviour they were made with.
+        "sim_policy_version": SIM_POLICY_VERSION if inputs.backends["policy"] == "sim" else None,
     }
 
 
@@ -143,7 +146,6 @@ def evaluate(
             fingerprint,
             keys,
             prompts,
-            ck_fingerprint,
             results_path,
             summary_path,
             journal_root,
@@ -184,7 +186,6 @@ def _evaluate(
     fingerprint: str,
     keys: list[RecordKey],
     prompts: dict[str, str],
-    ck_fingerprint: str,
     results_path: str,
     summary_path: str,
     journal_root: str,
@@ -195,7 +196,7 @@ def _evaluate(
     runtime = inputs.protocol["runtime"]
     service = make_service(inputs)
     service_start = service.check()
-    policy = make_policy(inputs, service, salt=ck_fingerprint, fault_rate=fault_rate)
+    policy = make_policy(inputs, service, fault_rate=fault_rate)
     environment = make_environment(inputs)
     log.info(
         "run %s (%s): fingerprint %s, %d episodes, protocol %s",

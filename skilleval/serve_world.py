@@ -18,8 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from skilleval.checkpoints import checkpoint_fingerprint, load_policy_tensors
-from skilleval.policy.sim import SimPolicy
+from skilleval.checkpoints import load_policy_tensors
+from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.world.shopsim import TOOLS, ShopEpisode, ShopWorld, Task, catalogue_from_json
 
 
@@ -217,7 +217,7 @@ def start_servers(
 ) -> WorldServers:
     """Start both servers on loopback in background threads (port 0 picks a free port)."""
     tensors = load_policy_tensors(checkpoint)
-    salt = checkpoint_fingerprint(checkpoint)
+    salt = weights_salt(tensors)
     identity = {
         "model_path": str(Path(checkpoint).resolve().parent),
         "tp_size": 1,

@@ -91,3 +91,13 @@ def test_expected_reward_matches_monte_carlo(small_world: Path) -> None:
             )
         )
     assert abs(np.mean(means) - exact) < 4 * np.std(means) / np.sqrt(len(means)) + 0.01
+
+
+def test_world_files_are_byte_identical_when_regenerated(tmp_path: Path) -> None:
+    from skilleval.world.generate import write_bank, write_checkpoint
+
+    for i in range(2):
+        write_checkpoint(7, "final", tmp_path / str(i) / "model.safetensors")
+        write_bank(7, "draft16", tmp_path / str(i) / "draft16.md")
+    for name in ("model.safetensors", "draft16.md"):
+        assert (tmp_path / "0" / name).read_bytes() == (tmp_path / "1" / name).read_bytes()

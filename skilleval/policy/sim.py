@@ -28,6 +28,8 @@ from skilleval.banks import parse_hints
 from skilleval.types import AssistantTurn, InfrastructureError, Message, ToolCall
 from skilleval.world.shopsim import CATEGORY_NAMES
 
+# Bump whenever the scripted behaviour changes: it is part of every sim run's fingerprint.
+SIM_POLICY_VERSION = 2
 DECISIONS = ("read_category", "price_filter", "inspect", "verbosity")
 OUTCOME_DECISIONS = DECISIONS[:3]
 INSTRUCTION = re.compile(
@@ -42,6 +44,15 @@ class ParsedTask:
     category: str
     budget: float
     features: tuple[str, ...]
+
+
+def weights_salt(tensors: Mapping[str, np.ndarray]) -> str:
+    """Run-level noise key from the policy's weights themselves (not the file's bytes)."""
+    digest = hashlib.sha256()
+    for key in sorted(k for k in tensors if k.startswith("policy.")):
+        digest.update(key.encode())
+        digest.update(np.ascontiguousarray(tensors[key], dtype=np.float32).tobytes())
+    return digest.hexdigest()[:16]
 
 
 def parse_instruction(text: str) -> ParsedTask:

@@ -104,7 +104,9 @@ def write_checkpoint(seed: int, name: str, path: Path) -> None:
                 weight = weight + (0.02 * (layer + 1) * change).astype(np.float32)
             tensors[f"model.layers.{layer}.{proj}.weight"] = weight
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata={"format": "pt", "shopsim_checkpoint": name})
+    # One metadata key only: safetensors writes metadata in hash-map order, so several
+    # keys would make the same checkpoint's bytes (and fingerprint) differ run to run.
+    save_file(tensors, str(path), metadata={"shopsim_checkpoint": name})
     (path.parent / "config.json").write_text(
         json.dumps({"model_type": "shopsim-policy", "decisions": list(DECISIONS)}, indent=1)
     )
