@@ -20,8 +20,13 @@ from skilleval.banks import load_bank, system_prompt
 from skilleval.policy.sim import SimPolicy
 from skilleval.rollout import run_episode
 from skilleval.stats.bootstrap import align, paired_bootstrap
-from skilleval.world.build import write_bank, write_checkpoint
-from skilleval.world.generate import ground_truth, outcome_table, write_tasks
+from skilleval.world.generate import (
+    ground_truth,
+    outcome_table,
+    write_bank,
+    write_checkpoint,
+    write_tasks,
+)
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
 SEED, TEMPERATURE, MAX_STEPS = 20260901, 0.6, 30

@@ -2,4 +2,4 @@ from skilleval.logs import logged
 from skilleval.paper import compile_pdf
 
 with logged(snakemake.log[0]):
-    compile_pdf(snakemake.input.tex, snakemake.output.pdf, snakemake.input.parts)
+    compile_pdf(snakemake.input.tex, snakemake.output.pdf)

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from skilleval.logs import logged
-from skilleval.world.build import write_bank
+from skilleval.world.generate import write_bank
 
 with logged(snakemake.log[0]):
     write_bank(snakemake.params.seed, snakemake.wildcards.bank, Path(snakemake.output.bank))

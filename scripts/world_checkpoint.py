@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from skilleval.logs import logged
-from skilleval.world.build import write_checkpoint
+from skilleval.world.generate import write_checkpoint
 
 with logged(snakemake.log[0]):
     write_checkpoint(

@@ -15,7 +15,7 @@ from skilleval.errors import SkillevalError
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from skilleval.contrast import RunRecords, compare, validity_checks, verdict_of
+    from skilleval.contrast import RunRecords, compare, verdict_of
 
     control, treatment = RunRecords.load(args.run_a), RunRecords.load(args.run_b)
     result = compare(
@@ -33,7 +33,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "name": "compare",
             "description": "",
             "causal": True,
-            "checks": validity_checks(control, treatment),
         }
     )
     if args.json:

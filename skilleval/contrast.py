@@ -113,9 +113,14 @@ def compare(
     confidence: float = 0.95,
     seed: int = 0,
     method: Method = "percentile",
+    checks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The contrast treatment - control; raises ComparisonError when it is not valid."""
-    failed = [c for c in validity_checks(control, treatment) if not c["passed"]]
+    """The contrast treatment - control; raises ComparisonError when it is not valid.
+
+    ``checks`` are the validity checks when the caller already ran them (with audits).
+    """
+    checks = validity_checks(control, treatment) if checks is None else checks
+    failed = [c for c in checks if not c["passed"]]
     if failed:
         reasons = "; ".join(f"{c['name']}: {c['detail']}" for c in failed)
         raise ComparisonError(f"cannot compare {treatment.name} with {control.name}: {reasons}")
@@ -136,6 +141,7 @@ def compare(
         "metric": metric,
         "control": control.name,
         "treatment": treatment.name,
+        "checks": checks,
         "control_fingerprint": control.summary.get("fingerprint"),
         "treatment_fingerprint": treatment.summary.get("fingerprint"),
         "protocol_fingerprint": control.summary.get("protocol_fingerprint"),
@@ -165,10 +171,7 @@ def build_contrast(
         "causal": spec["causal"],
         "checks": checks,
     }
-    failed = [c for c in checks if not c["passed"]]
     try:
-        if failed:
-            raise ComparisonError("; ".join(f"{c['name']}: {c['detail']}" for c in failed))
         contrast.update(
             compare(
                 control,
@@ -178,6 +181,7 @@ def build_contrast(
                 confidence=statistics["confidence"],
                 seed=statistics["seed"],
                 method=statistics["method"],
+                checks=checks,
             )
         )
         contrast["error"] = None

@@ -16,19 +16,24 @@ import time
 from typing import Any
 
 
-def physical_uuids(visible: str) -> list[str]:
-    """UUIDs of the cards behind CUDA_VISIBLE_DEVICES, from nvidia-smi (host indices)."""
+def query_gpus(field: str) -> dict[str, str] | None:
+    """Host card index -> one nvidia-smi field (uuid, memory.used, ...); None without GPUs."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+            ["nvidia-smi", f"--query-gpu=index,{field}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=30,
             check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
-        return []
-    by_index = dict(line.split(", ") for line in out.strip().splitlines())
+        return None
+    return dict(line.split(", ", 1) for line in out.strip().splitlines())
+
+
+def physical_uuids(visible: str) -> list[str]:
+    """UUIDs of the cards behind CUDA_VISIBLE_DEVICES (host indices)."""
+    by_index = query_gpus("uuid") or {}
     return [by_index.get(i.strip(), "?") for i in visible.split(",") if i.strip()]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +204,7 @@ def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: 
 TEX_ENGINES = ("latexmk", "pdflatex")
 
 
-def compile_pdf(main_tex: str, output: str, inputs: Sequence[str]) -> None:
+def compile_pdf(main_tex: str, output: str) -> None:
     """Compile the paper; without a TeX engine fail with one line saying what is missing."""
     import subprocess
 

@@ -84,6 +84,11 @@ def gate_observations(
     return np.asarray(rows, dtype=np.float64), np.asarray(deltas)
 
 
+def run_dirs(names: Sequence[str], summaries: Sequence[str]) -> dict[str, str]:
+    """Run name -> its directory, from the summary files a rule received as input."""
+    return {n: str(Path(p).parent) for n, p in zip(names, summaries, strict=True)}
+
+
 def build_beta(
     bare_dir: str,
     masked_dirs: Mapping[str, str],

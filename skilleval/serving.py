@@ -93,6 +93,7 @@ class Service:
     ) -> None:
         self.backend, self.checkpoint_id, self.weights = backend, checkpoint_id, weights
         self.base_url, self.server = base_url, server or {}
+        self.checked: dict[str, Any] = {}
 
     def identity(self) -> dict[str, Any]:
         base = {
@@ -115,11 +116,12 @@ class Service:
                     + "; ".join(problems)
                     + ". Serve the registered checkpoint with the protocol's flags."
                 )
+        self.checked = identity
         return identity
 
     def served_model(self) -> str:
-        identity = fetch_identity(self.base_url or "")
-        models = identity.get("models") or []
+        """Model name to send: the first the server lists when the run started."""
+        models = self.checked.get("models") or []
         return str(models[0]) if models else "default"
 
 

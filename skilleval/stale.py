@@ -14,11 +14,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from skilleval.ablation.plan import load_matrix, plan
+from skilleval.ablation.status import run_status
 from skilleval.banks import bank_hash, load_bank
 from skilleval.checkpoints import checkpoint_fingerprint
 from skilleval.errors import SkillevalError
 from skilleval.provenance import file_sha256
 from skilleval.workflow import WorkflowConfig
+from skilleval.yamlio import SafeLoader
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -117,12 +122,7 @@ def stale_items(config: dict[str, Any], root: Path) -> Iterator[dict[str, Any]]:
 
 
 def stale_ablation(config: dict[str, Any], root: Path) -> Iterator[dict[str, Any]]:
-    from skilleval.ablation.plan import load_matrix
-    from skilleval.ablation.status import run_status
-
     matrix = load_matrix(root / config["ablation"]["matrix"])
-    from skilleval.ablation.plan import plan
-
     for run in plan(matrix):
         status = run_status(run, matrix, root)
         if status in ("stale", "pending"):
@@ -135,10 +135,6 @@ def stale_ablation(config: dict[str, Any], root: Path) -> Iterator[dict[str, Any
 
 
 def merged_config(configfiles: list[str]) -> dict[str, Any]:
-    import yaml
-
-    from skilleval.yamlio import SafeLoader
-
     def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
         for key, value in update.items():
             if isinstance(value, Mapping) and isinstance(base.get(key), dict):

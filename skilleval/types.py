@@ -6,6 +6,7 @@ the same conversation; only the assistant's answer is parsed into a typed turn.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,8 +41,6 @@ class AssistantTurn:
     finish_reason: str
 
     def as_message(self) -> Message:
-        import json
-
         message: Message = {"role": "assistant", "content": self.content}
         if self.reasoning is not None:
             message["reasoning_content"] = self.reasoning

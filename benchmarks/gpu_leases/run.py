@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+from skilleval.gpu_probe import query_gpus
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -32,21 +34,10 @@ def gpu_count() -> int:
 
 def sample_memory(stop: threading.Event, samples: list[dict[str, float]]) -> None:
     while not stop.is_set():
-        try:
-            out = subprocess.run(
-                ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=True,
-            ).stdout
-            row: dict[str, float] = {"t": time.time()}
-            for line in out.strip().splitlines():
-                index, used = line.split(", ")
-                row[index] = float(used)
-            samples.append(row)
-        except (OSError, subprocess.SubprocessError):
+        used = query_gpus("memory.used")
+        if used is None:
             return
+        samples.append({"t": time.time(), **{i: float(v) for i, v in used.items()}})
         stop.wait(0.5)
 
 

@@ -41,6 +41,11 @@ class PlannedRun:
         return f"results/ablation/{self.benchmark}/{self.run_id}/summary.json"
 
     @property
+    def lock_path(self) -> str:
+        """Writer lock of the run's out_root (beside it: Snakemake owns the folder)."""
+        return f"results/ablation/{self.benchmark}/.{self.run_id}.writer.lock"
+
+    @property
     def out_root(self) -> str:
         return f"results/ablation/{self.benchmark}/{self.run_id}"
 

@@ -21,7 +21,7 @@ def run_status(run: PlannedRun, matrix: dict[str, Any], root: Path) -> str:
         if audit.exists() and not json.loads(audit.read_text())["valid"]:
             return "invalid"
         return "done"
-    lock_path = summary.parent.parent / f".{run.run_id}.writer.lock"
+    lock_path = root / run.lock_path
     if lock_path.exists():
         lock = FileLock(str(lock_path))
         try:

@@ -22,6 +22,7 @@ from filelock import FileLock, Timeout
 
 from skilleval import atomic
 from skilleval.ablation.plan import PlannedRun, effective_config, plan_fingerprint
+from skilleval.ablation.splits import RATIOS, ratio_sizes
 from skilleval.errors import RunLockedError, SkillevalError
 from skilleval.provenance import canonical_hash, provenance
 
@@ -51,8 +52,6 @@ def batch_sizes(train_size: int, batch_size: int, accumulation: int) -> list[int
 
 def train_size_of(config: dict[str, Any], bench: dict[str, Any]) -> int:
     """Train size of the split the config points to (ratio splits by the seed's rule)."""
-    from skilleval.ablation.splits import RATIOS, ratio_sizes
-
     split = str(config["env.split_dir"])
     for ratio in RATIOS:
         if f"/{ratio}_" in split:
@@ -234,7 +233,7 @@ def run_command(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict
 def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dict[str, Any]:
     out_root = Path(summary_path).parent
     out_root.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(out_root.parent / f".{run.run_id}.writer.lock"))
+    lock = FileLock(str(out_root.parent / Path(run.lock_path).name))
     try:
         lock.acquire(timeout=0)
     except Timeout:

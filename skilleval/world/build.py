@@ -13,12 +13,10 @@ from safetensors.numpy import load_file
 from skilleval import atomic
 from skilleval.banks import load_bank
 from skilleval.provenance import provenance
-from skilleval.world.generate import ground_truth, outcome_table, write_bank, write_checkpoint
+from skilleval.world.generate import ground_truth, outcome_table
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
 log = logging.getLogger(__name__)
-
-__all__ = ["build_ground_truth", "write_bank", "write_checkpoint"]
 
 
 def build_ground_truth(

@@ -8,7 +8,7 @@ calls a real model would make.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -203,7 +203,6 @@ class ShopEpisode:
     world: ShopWorld
     purchase: Product | None = None
     done: bool = False
-    log: list[str] = field(default_factory=list)
 
     @property
     def instruction(self) -> str:
