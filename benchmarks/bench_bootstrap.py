@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from skilleval.stats.bootstrap import AlignedPairs, paired_bootstrap
+from skilleval.analysis.bootstrap import AlignedPairs, paired_bootstrap
 
 N_TASKS, N_RESAMPLES, N_CONTRASTS, REPEATS = 400, 10_000, 5, 5
 

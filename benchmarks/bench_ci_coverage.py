@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from skilleval.banks import load_bank, system_prompt
+from skilleval.analysis.bootstrap import align, paired_bootstrap
 from skilleval.policy.sim import SimPolicy
-from skilleval.rollout import run_episode
-from skilleval.stats.bootstrap import align, paired_bootstrap
+from skilleval.runs.rollout import run_episode
+from skilleval.skills.bank import load_bank, system_prompt
 from skilleval.world.generate import (
     ground_truth,
     outcome_table,

@@ -18,9 +18,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from skilleval.evaluation import evaluate
-from skilleval.serving import wait_healthy
-from skilleval.workflow import WorkflowConfig
+from skilleval.config.plan import WorkflowPlan
+from skilleval.runs.evaluation import evaluate
+from skilleval.serving.launcher import wait_healthy
 from skilleval.world.generate import write_checkpoint, write_tasks
 
 SEED = 20260901
@@ -66,7 +66,8 @@ def main(latency: float) -> None:
     wait_healthy(f"http://127.0.0.1:{model_port}/v1", 60, lambda: server.poll() is None)
     model_url, env_url = f"http://127.0.0.1:{model_port}/v1", f"http://127.0.0.1:{env_port}"
     config = yaml.safe_load(Path("config/config.yaml").read_text())
-    inputs = WorkflowConfig(config).run_inputs_object("base-free")
+    plan = WorkflowPlan(config)
+    inputs = plan.run_inputs(plan.runs["base-free"])
     protocol = copy.deepcopy(inputs.protocol)
     protocol["model_server"]["base_url"] = model_url
     protocol["environment"]["url"] = env_url

@@ -5,15 +5,15 @@
 
 rule ablation_split:
     output:
-        split="results/ablation/splits/{bench}/{ratio}_seed42.json",
+        split=paths.ABLATION_SPLIT,
     log:
-        "results/logs/ablation/split-{bench}-{ratio}.log",
+        f"{paths.LOGS}/ablation/split-{{bench}}-{{ratio}}.log",
     wildcard_constraints:
         ratio="1shot|1-1-8|2-1-7|4-1-5",
     conda:
         "../envs/skilleval.yaml"
     params:
-        pool=get_split_pool,
+        pool=INPUTS.split_pool,
     shell:
         "skilleval ablation split {wildcards.bench} {wildcards.ratio} --pool {params.pool}"
         " --output {output.split} > {log} 2>&1"
@@ -21,18 +21,18 @@ rule ablation_split:
 
 rule ablation_run:
     output:
-        summary="results/ablation/{bench}/{run_id}/summary.json",
-        audit="results/audit/ablation/{bench}/{run_id}.json",
+        summary=paths.ABLATION_SUMMARY,
+        audit=paths.ABLATION_AUDIT,
     log:
-        "results/logs/ablation/{bench}/{run_id}.log",
+        f"{paths.LOGS}/ablation/{{bench}}/{{run_id}}.log",
     conda:
         "../envs/skilleval.yaml"
     resources:
         api_runs=1,
-        memory_heavy=get_memory_heavy,
+        memory_heavy=INPUTS.memory_heavy,
     params:
         matrix=config["ablation"]["matrix"],
-        fingerprint=get_ablation_fingerprint,
+        fingerprint=INPUTS.ablation_fingerprint,
     shell:
         "skilleval ablation run {wildcards.run_id} --matrix {params.matrix}"
         " --summary {output.summary} --audit {output.audit} > {log} 2>&1"
@@ -40,19 +40,19 @@ rule ablation_run:
 
 rule ablation_table:
     input:
-        get_ablation_table_inputs,
+        INPUTS.ablation_table_files,
     output:
-        tex="paper/tables/ablation_{bench}.tex",
-        csv="paper/tables/ablation_{bench}.csv",
-        md="paper/tables/ablation_{bench}.md",
+        tex=paths.table("ablation_{bench}", "tex"),
+        csv=paths.table("ablation_{bench}", "csv"),
+        md=paths.table("ablation_{bench}", "md"),
         html=report(
-            "paper/tables/ablation_{bench}.html",
+            paths.table("ablation_{bench}", "html"),
             caption="../report/ablation_table.rst",
             category="Ablations",
             subcategory="{bench}",
         ),
     log:
-        "results/logs/paper/ablation_{bench}.log",
+        f"{paths.LOGS}/paper/ablation_{{bench}}.log",
     conda:
         "../envs/skilleval.yaml"
     params:
@@ -63,18 +63,18 @@ rule ablation_table:
 
 rule harness_table:
     input:
-        [f for run_id in HARNESS_IDS for f in ABLATION_FILES[run_id]],
+        INPUTS.harness_files,
     output:
-        tex="paper/tables/harness.tex",
-        csv="paper/tables/harness.csv",
-        md="paper/tables/harness.md",
+        tex=paths.table("harness", "tex"),
+        csv=paths.table("harness", "csv"),
+        md=paths.table("harness", "md"),
         html=report(
-            "paper/tables/harness.html",
+            paths.table("harness", "html"),
             caption="../report/harness_table.rst",
             category="Ablations",
         ),
     log:
-        "results/logs/paper/harness.log",
+        f"{paths.LOGS}/paper/harness.log",
     conda:
         "../envs/skilleval.yaml"
     params:
@@ -85,16 +85,16 @@ rule harness_table:
 
 rule ablation_figure:
     input:
-        get_ablation_figure_inputs,
+        INPUTS.ablation_figure_files,
     output:
-        pdf="paper/figures/ablation_{group}.pdf",
+        pdf=paths.figure("ablation_{group}", "pdf"),
         png=report(
-            "paper/figures/ablation_{group}.png",
+            paths.figure("ablation_{group}", "png"),
             caption="../report/ablation_figure.rst",
             category="Ablations",
         ),
     log:
-        "results/logs/paper/ablation_figure_{group}.log",
+        f"{paths.LOGS}/paper/ablation_figure_{{group}}.log",
     conda:
         "../envs/skilleval.yaml"
     params:

@@ -3,19 +3,18 @@
 
 rule audit_checkpoint:
     input:
-        weights=get_checkpoint_weights,
+        weights=INPUTS.checkpoint_weights,
+        shards=INPUTS.checkpoint_shards,
     output:
         audit=report(
-            "results/audit/checkpoints/{ckid}.json",
+            paths.CHECKPOINT_AUDIT,
             caption="../report/checkpoint_audit.rst",
             category="Audits",
         ),
     log:
-        "results/logs/audit/checkpoint-{ckid}.log",
+        f"{paths.LOGS}/audit/checkpoint-{{ckid}}.log",
     conda:
         "../envs/skilleval.yaml"
-    params:
-        shards=get_checkpoint_shard_stats,
     script:
         "../scripts/audit_checkpoint.py"
 
@@ -25,15 +24,15 @@ rule audit_weight_diff:
         base=config["checkpoints"]["base"]["path"],
         final=config["checkpoints"]["final"]["path"],
     output:
-        diff="results/audit/weights/base-vs-final.json",
-        pdf="paper/figures/weight_change.pdf",
+        diff=paths.WEIGHT_DIFF,
+        pdf=paths.figure("weight_change", "pdf"),
         png=report(
-            "paper/figures/weight_change.png",
+            paths.figure("weight_change", "png"),
             caption="../report/weight_change.rst",
             category="Audits",
         ),
     log:
-        "results/logs/audit/weight_diff.log",
+        f"{paths.LOGS}/audit/weight_diff.log",
     conda:
         "../envs/skilleval.yaml"
     resources:

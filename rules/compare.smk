@@ -3,17 +3,17 @@
 
 rule contrast:
     input:
-        control=get_contrast_control,
-        treatment=get_contrast_treatment,
-        audits=get_contrast_audits,
+        control=INPUTS.contrast_control,
+        treatment=INPUTS.contrast_treatment,
+        audits=INPUTS.contrast_audits,
     output:
-        contrast="results/contrasts/{contrast}.json",
+        contrast=paths.CONTRAST,
     log:
-        "results/logs/contrasts/{contrast}.log",
+        f"{paths.LOGS}/contrasts/{{contrast}}.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        spec=get_contrast_spec,
+        spec=INPUTS.contrast_spec,
         statistics=config["statistics"],
     script:
         "../scripts/contrast.py"
@@ -21,15 +21,15 @@ rule contrast:
 
 rule verdict:
     input:
-        contrast="results/contrasts/{contrast}.json",
+        contrast=paths.CONTRAST,
     output:
         verdict=report(
-            "results/verdicts/{contrast}.json",
+            paths.VERDICT,
             caption="../report/verdict.rst",
             category="Verdicts",
         ),
     log:
-        "results/logs/verdicts/{contrast}.log",
+        f"{paths.LOGS}/verdicts/{{contrast}}.log",
     conda:
         "../envs/skilleval.yaml"
     script:

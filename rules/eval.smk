@@ -3,19 +3,19 @@
 
 rule eval_run:
     input:
-        unpack(get_run_inputs),
+        unpack(INPUTS.run_files),
     output:
-        results="results/runs/{run}/results.jsonl",
-        summary="results/runs/{run}/summary.json",
+        results=paths.RUN_RESULTS,
+        summary=paths.RUN_SUMMARY,
     log:
-        "results/logs/runs/{run}.log",
+        paths.RUN_LOG,
     conda:
         "../envs/skilleval.yaml"
     resources:
         model_server=1,
-        gpu=get_run_gpus,
+        gpu=INPUTS.run_gpus,
     params:
-        inputs=get_run_params,
-        journal_root="results/journal",
+        inputs=INPUTS.run_params,
+        journal_root=paths.JOURNAL_ROOT,
     script:
         "../scripts/eval_run.py"

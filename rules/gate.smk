@@ -3,73 +3,71 @@
 
 rule gate_design:
     input:
-        bank=config["banks"][config["ranking"]["bank"]]["path"],
-        split_file=WF.design_params("design")["split_file"],
+        bank=RANKING_BANK,
+        split_file=BARE_VAL_INPUTS.split_file,
     output:
-        design="results/gate/{gate}/{design}.json",
+        design=paths.GATE_DESIGN,
     log:
-        "results/logs/gate/{gate}-{design}.log",
-    wildcard_constraints:
-        design="design|design-b",
+        f"{paths.LOGS}/gate/{{gate}}-{{design}}.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        design=get_design_params,
+        design=INPUTS.design_params,
     script:
         "../scripts/gate_design.py"
 
 
 rule gate_masked_run:
     input:
-        unpack(get_masked_inputs),
+        unpack(INPUTS.run_files),
     output:
-        results="results/gate/{gate}/runs/{masked}/results.jsonl",
-        summary="results/gate/{gate}/runs/{masked}/summary.json",
+        results=paths.GATE_RUN_RESULTS,
+        summary=paths.GATE_RUN_SUMMARY,
     log:
-        "results/logs/gate/{gate}-{masked}.log",
+        f"{paths.LOGS}/gate/{{gate}}-{{masked}}.log",
     conda:
         "../envs/skilleval.yaml"
     resources:
         model_server=1,
-        gpu=get_masked_gpus,
+        gpu=INPUTS.run_gpus,
     params:
-        inputs=get_masked_params,
-        journal_root="results/journal",
+        inputs=INPUTS.run_params,
+        journal_root=paths.JOURNAL_ROOT,
     script:
         "../scripts/eval_run.py"
 
 
 rule gate_beta:
     input:
-        bare=WF.run_files(config["ranking"]["bare_val_run"]),
-        masked=get_masked_run_files,
-        design="results/gate/{gate}/design.json",
-        bank=config["banks"][config["ranking"]["bank"]]["path"],
+        bare=BARE_VAL_RUN,
+        masked=INPUTS.gate_summaries,
+        design=paths.fill(paths.GATE_DESIGN, gate=GATE, design="design"),
+        bank=RANKING_BANK,
     output:
-        beta="results/gate/{gate}/beta.json",
+        beta=paths.GATE_BETA,
     log:
-        "results/logs/gate/{gate}-beta.log",
+        f"{paths.LOGS}/gate/{{gate}}-beta.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        masked=WF.masked_runs("gate"),
-        archive="results/archive/gate/{gate}",
+        masked=PLAN.masked_runs("design"),
+        archive=paths.GATE_ARCHIVE,
     script:
         "../scripts/gate_beta.py"
 
 
 rule gate_truth_check:
     input:
-        beta="results/gate/{gate}/beta.json",
-        truth=f"{WORLD_DIR}/ground_truth.json",
+        beta=paths.GATE_BETA,
+        truth=paths.in_world(paths.WORLD_GROUND_TRUTH, WORLD_DIR),
     output:
-        check="results/gate/{gate}/truth_check.json",
+        check=paths.GATE_TRUTH_CHECK,
     log:
-        "results/logs/gate/{gate}-truth_check.log",
+        f"{paths.LOGS}/gate/{{gate}}-truth_check.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        checkpoint=WF.plans[config["ranking"]["bare_val_run"]].checkpoint,
+        checkpoint=PLAN.runs[config["ranking"]["bare_val_run"]].checkpoint,
         bank=config["ranking"]["bank"],
     script:
         "../scripts/gate_truth_check.py"
@@ -77,18 +75,18 @@ rule gate_truth_check:
 
 rule gate_experiment_b:
     input:
-        beta="results/gate/{gate}/beta.json",
-        design="results/gate/{gate}/design-b.json",
-        bare=WF.run_files(config["ranking"]["bare_val_run"]),
-        fresh=get_fresh_run_files,
+        beta=paths.GATE_BETA,
+        design=paths.fill(paths.GATE_DESIGN, gate=GATE, design="design-b"),
+        bare=BARE_VAL_RUN,
+        fresh=INPUTS.experiment_b_summaries,
     output:
-        result="results/gate/{gate}/experiment-b.json",
+        result=paths.GATE_EXPERIMENT_B,
     log:
-        "results/logs/gate/{gate}-experiment-b.log",
+        f"{paths.LOGS}/gate/{{gate}}-experiment-b.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        fresh=WF.masked_runs("b"),
+        fresh=PLAN.masked_runs("design-b"),
         n_resamples=config["statistics"]["n_resamples"],
         seed=config["statistics"]["seed"],
     script:

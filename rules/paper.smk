@@ -1,21 +1,31 @@
 # Paper tables and figures (memo §4), rendered from verdicts and run summaries.
 
+MAIN_RUNS = PLAN.main_runs
+MAIN_CONTRASTS = PLAN.contrasts_for("main")
+RANKING_ARMS = [arm.run for arm in PLAN.paper_arms]
+ABLATION_GROUPS = [g for g, spec in MATRIX["groups"].items() if len(spec["values"]) > 1]
+RATIO_SPLITS = expand(
+    paths.ABLATION_SPLIT,
+    bench=[b for b, spec in MATRIX["benchmarks"].items() if spec["pool"]],
+    ratio=["1shot", "1-1-8", "2-1-7", "4-1-5"],
+)
+
 
 rule paper_main_table:
     input:
-        summaries=expand("results/runs/{run}/summary.json", run=MAIN_RUNS),
-        verdicts=expand("results/verdicts/{contrast}.json", contrast=MAIN_CONTRASTS),
+        summaries=expand(paths.RUN_SUMMARY, run=MAIN_RUNS),
+        verdicts=expand(paths.VERDICT, contrast=MAIN_CONTRASTS),
     output:
-        tex="paper/tables/main.tex",
-        csv="paper/tables/main.csv",
-        md="paper/tables/main.md",
+        tex=paths.table("main", "tex"),
+        csv=paths.table("main", "csv"),
+        md=paths.table("main", "md"),
         html=report(
-            "paper/tables/main.html",
+            paths.table("main", "html"),
             caption="../report/main_table.rst",
             category="Tables",
         ),
     log:
-        "results/logs/paper/main_table.log",
+        f"{paths.LOGS}/paper/main_table.log",
     conda:
         "../envs/skilleval.yaml"
     params:
@@ -27,16 +37,16 @@ rule paper_main_table:
 
 rule paper_forest_plot:
     input:
-        verdicts=expand("results/verdicts/{contrast}.json", contrast=MAIN_CONTRASTS),
+        verdicts=expand(paths.VERDICT, contrast=MAIN_CONTRASTS),
     output:
-        pdf="paper/figures/contrasts.pdf",
+        pdf=paths.figure("contrasts", "pdf"),
         png=report(
-            "paper/figures/contrasts.png",
+            paths.figure("contrasts", "png"),
             caption="../report/forest_plot.rst",
             category="Figures",
         ),
     log:
-        "results/logs/paper/forest_plot.log",
+        f"{paths.LOGS}/paper/forest_plot.log",
     conda:
         "../envs/skilleval.yaml"
     params:
@@ -47,48 +57,48 @@ rule paper_forest_plot:
 
 rule paper_ranking_table:
     input:
-        summaries=expand("results/runs/{run}/summary.json", run=RANKING_ARMS),
-        vs_free=expand("results/verdicts/{c}.json", c=WF.ranking_vs_free()),
-        pairwise=expand("results/verdicts/{c}.json", c=WF.ranking_pairwise()),
-        beta=f"results/gate/{GATE}/beta.json",
+        summaries=expand(paths.RUN_SUMMARY, run=RANKING_ARMS),
+        vs_free=expand(paths.VERDICT, contrast=PLAN.ranking_vs_free()),
+        pairwise=expand(paths.VERDICT, contrast=PLAN.ranking_pairwise()),
+        beta=paths.fill(paths.GATE_BETA, gate=GATE),
     output:
-        tex="paper/tables/ranking.tex",
-        csv="paper/tables/ranking.csv",
-        md="paper/tables/ranking.md",
+        tex=paths.table("ranking", "tex"),
+        csv=paths.table("ranking", "csv"),
+        md=paths.table("ranking", "md"),
         html=report(
-            "paper/tables/ranking.html",
+            paths.table("ranking", "html"),
             caption="../report/ranking_table.rst",
             category="Tables",
         ),
     log:
-        "results/logs/paper/ranking_table.log",
+        f"{paths.LOGS}/paper/ranking_table.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        arms=RANKING_ARMS,
-        vs_free=WF.ranking_vs_free(),
-        pairwise=WF.ranking_pairwise(),
+        arms=[arm.as_json() | {"run": arm.run, "label": arm.label} for arm in PLAN.paper_arms],
+        vs_free=PLAN.ranking_vs_free(),
+        pairwise=PLAN.ranking_pairwise(),
     script:
         "../scripts/paper_ranking_table.py"
 
 
 rule paper_beta_plot:
     input:
-        beta=f"results/gate/{GATE}/beta.json",
+        beta=paths.fill(paths.GATE_BETA, gate=GATE),
         truth_check=branch(
             IS_DEFAULT_WORLD,
-            then=f"results/gate/{GATE}/truth_check.json",
+            then=paths.fill(paths.GATE_TRUTH_CHECK, gate=GATE),
             otherwise=[],
         ),
     output:
-        pdf="paper/figures/gate_betas.pdf",
+        pdf=paths.figure("gate_betas", "pdf"),
         png=report(
-            "paper/figures/gate_betas.png",
+            paths.figure("gate_betas", "png"),
             caption="../report/beta_plot.rst",
             category="Figures",
         ),
     log:
-        "results/logs/paper/beta_plot.log",
+        f"{paths.LOGS}/paper/beta_plot.log",
     conda:
         "../envs/skilleval.yaml"
     script:
@@ -102,12 +112,11 @@ rule paper:
         rules.paper_ranking_table.output,
         rules.paper_beta_plot.output,
         expand(
-            "paper/tables/ablation_{bench}.{ext}",
-            bench=ABLATION_BENCHMARKS,
-            ext=["tex", "csv", "md", "html"],
+            paths.TABLE,
+            table=[f"ablation_{bench}" for bench in MATRIX["benchmarks"]] + ["harness"],
+            ext=paths.TABLE_FORMATS,
         ),
-        expand("paper/tables/harness.{ext}", ext=["tex", "csv", "md", "html"]),
-        expand("paper/figures/ablation_{group}.png", group=ABLATION_GROUPS),
+        expand(paths.figure("ablation_{group}", "png"), group=ABLATION_GROUPS),
         RATIO_SPLITS,
         rules.audit_weight_diff.output,
 
@@ -119,7 +128,7 @@ rule paper_pdf:
     output:
         pdf="paper/main.pdf",
     log:
-        "results/logs/paper/main_pdf.log",
+        f"{paths.LOGS}/paper/main_pdf.log",
     conda:
         "../envs/latex.yaml"
     script:

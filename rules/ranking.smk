@@ -4,17 +4,15 @@
 
 rule freeze_bank:
     input:
-        beta=f"results/gate/{GATE}/beta.json",
-        bank=config["banks"][config["ranking"]["bank"]]["path"],
+        beta=paths.GATE_BETA,
+        bank=RANKING_BANK,
     output:
-        bank=f"results/banks/{GATE}/{{arm}}.json",
+        bank=paths.FROZEN_BANK,
     log:
-        f"results/logs/banks/{GATE}-{{arm}}.log",
-    wildcard_constraints:
-        arm="(top|bottom)-[0-9]+|random-[0-9]+-[0-9]+",
+        f"{paths.LOGS}/banks/{{gate}}-{{arm}}.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        selection=get_freeze_params,
+        selection=INPUTS.frozen_arm,
     script:
         "../scripts/freeze_bank.py"

@@ -3,10 +3,10 @@
 
 rule world_tasks:
     output:
-        catalogue=f"{WORLD_DIR}/catalogue.json",
-        splits=f"{WORLD_DIR}/persona_splits.v1.json",
+        catalogue=paths.in_world(paths.WORLD_CATALOGUE, WORLD_DIR),
+        splits=paths.in_world(paths.WORLD_SPLITS, WORLD_DIR),
     log:
-        "results/logs/world/tasks.log",
+        f"{paths.LOGS}/world/tasks.log",
     conda:
         "../envs/skilleval.yaml"
     params:
@@ -17,9 +17,9 @@ rule world_tasks:
 
 rule world_checkpoint:
     output:
-        weights=f"{WORLD_DIR}/checkpoints/{{checkpoint}}/model.safetensors",
+        weights=paths.in_world(paths.WORLD_CHECKPOINT, WORLD_DIR),
     log:
-        "results/logs/world/checkpoint-{checkpoint}.log",
+        f"{paths.LOGS}/world/checkpoint-{{checkpoint}}.log",
     wildcard_constraints:
         checkpoint="base|final",
     conda:
@@ -32,9 +32,9 @@ rule world_checkpoint:
 
 rule world_bank:
     output:
-        bank=f"{WORLD_DIR}/banks/{{bank}}.md",
+        bank=paths.in_world(paths.WORLD_BANK, WORLD_DIR),
     log:
-        "results/logs/world/bank-{bank}.log",
+        f"{paths.LOGS}/world/bank-{{bank}}.log",
     wildcard_constraints:
         bank="S0|ST|draft16",
     conda:
@@ -47,19 +47,19 @@ rule world_bank:
 
 rule world_ground_truth:
     input:
-        catalogue=f"{WORLD_DIR}/catalogue.json",
-        splits=f"{WORLD_DIR}/persona_splits.v1.json",
-        checkpoints=get_world_checkpoint_files,
-        banks=get_world_bank_files,
+        catalogue=paths.in_world(paths.WORLD_CATALOGUE, WORLD_DIR),
+        splits=paths.in_world(paths.WORLD_SPLITS, WORLD_DIR),
+        checkpoints=list(INPUTS.world_checkpoints().values()),
+        banks=list(INPUTS.world_banks().values()),
     output:
-        truth=f"{WORLD_DIR}/ground_truth.json",
+        truth=paths.in_world(paths.WORLD_GROUND_TRUTH, WORLD_DIR),
     log:
-        "results/logs/world/ground_truth.log",
+        f"{paths.LOGS}/world/ground_truth.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        checkpoints=WF.world_checkpoint_files(),
-        banks=WF.world_bank_files(),
-        reference=WF.ground_truth_reference(),
+        checkpoints=INPUTS.world_checkpoints(),
+        banks=INPUTS.world_banks(),
+        reference=INPUTS.ground_truth_reference(),
     script:
         "../scripts/world_ground_truth.py"

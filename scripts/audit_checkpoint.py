@@ -1,4 +1,4 @@
-from skilleval.audit_checkpoints import write_audit
+from skilleval.checkpoints.audit import write_audit
 from skilleval.logs import logged
 
 with logged(snakemake.log[0]):

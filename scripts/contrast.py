@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from skilleval.contrast import build_contrast
+from skilleval.analysis.contrast import build_contrast
 from skilleval.logs import logged
 
 with logged(snakemake.log[0]):

@@ -1,6 +1,7 @@
-from skilleval.evaluation import RunInputs, evaluate
-from skilleval.gpu import export_allowed
 from skilleval.logs import logged
+from skilleval.runs.evaluation import evaluate
+from skilleval.runs.inputs import RunInputs
+from skilleval.serving.gpu import export_allowed
 
 with logged(snakemake.log[0]):
     export_allowed(snakemake.resources.get("gpu_devices"))

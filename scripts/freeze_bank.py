@@ -1,5 +1,5 @@
+from skilleval.analysis.ranking import freeze_bank
 from skilleval.logs import logged
-from skilleval.ranking import freeze_bank
 
 with logged(snakemake.log[0]):
     selection = snakemake.params.selection

@@ -1,7 +1,7 @@
 from pathlib import Path
 
+from skilleval.analysis.gate import build_beta, run_dirs
 from skilleval.logs import logged
-from skilleval.ranking import build_beta, run_dirs
 
 with logged(snakemake.log[0]):
     build_beta(

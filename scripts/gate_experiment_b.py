@@ -1,7 +1,8 @@
 from pathlib import Path
 
+from skilleval.analysis.gate import run_dirs
+from skilleval.analysis.ranking import experiment_b
 from skilleval.logs import logged
-from skilleval.ranking import experiment_b, run_dirs
 
 with logged(snakemake.log[0]):
     experiment_b(

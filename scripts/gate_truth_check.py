@@ -1,5 +1,5 @@
+from skilleval.analysis.ranking import truth_check
 from skilleval.logs import logged
-from skilleval.ranking import truth_check
 
 with logged(snakemake.log[0]):
     truth_check(

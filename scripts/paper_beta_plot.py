@@ -1,5 +1,5 @@
 from skilleval.logs import logged
-from skilleval.paper import beta_plot
+from skilleval.report.figures import beta_plot
 
 with logged(snakemake.log[0]):
     truth_check = snakemake.input.truth_check or None

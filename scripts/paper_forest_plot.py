@@ -1,5 +1,5 @@
 from skilleval.logs import logged
-from skilleval.paper import forest_plot
+from skilleval.report.figures import forest_plot
 
 with logged(snakemake.log[0]):
     forest_plot(

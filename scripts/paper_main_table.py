@@ -1,12 +1,9 @@
 from skilleval.logs import logged
-from skilleval.paper import render_main_table
+from skilleval.report.tables import render_main_table
 
 with logged(snakemake.log[0]):
     render_main_table(
         dict(zip(snakemake.params.runs, snakemake.input.summaries, strict=True)),
         dict(zip(snakemake.params.contrasts, snakemake.input.verdicts, strict=True)),
-        snakemake.output.tex,
-        snakemake.output.csv,
-        snakemake.output.md,
-        snakemake.output.html,
+        dict(snakemake.output.items()),
     )

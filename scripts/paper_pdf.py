@@ -1,5 +1,5 @@
 from skilleval.logs import logged
-from skilleval.paper import compile_pdf
+from skilleval.report.latex import compile_pdf
 
 with logged(snakemake.log[0]):
     compile_pdf(snakemake.input.tex, snakemake.output.pdf)

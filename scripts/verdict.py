@@ -1,4 +1,4 @@
-from skilleval.contrast import build_verdict
+from skilleval.analysis.verdict import build_verdict
 from skilleval.logs import logged
 
 with logged(snakemake.log[0]):

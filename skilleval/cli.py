@@ -15,7 +15,8 @@ from skilleval.errors import SkillevalError
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from skilleval.contrast import RunRecords, compare, verdict_of
+    from skilleval.analysis.contrast import RunRecords, compare
+    from skilleval.analysis.verdict import verdict_of
 
     control, treatment = RunRecords.load(args.run_a), RunRecords.load(args.run_b)
     result = compare(
@@ -83,7 +84,7 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
     import subprocess
     import time
 
-    from skilleval.gpu import gpu_lease, parse_devices, visible_devices
+    from skilleval.serving.gpu import gpu_lease, parse_devices, visible_devices
 
     command = args.command_args[1:] if args.command_args[:1] == ["--"] else args.command_args
     if not command:
@@ -97,7 +98,7 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
             started = time.time()
             code = subprocess.call(command)
         if args.record:
-            from skilleval import atomic
+            from skilleval.storage import atomic
 
             atomic.write_json(
                 args.record,
@@ -112,7 +113,7 @@ def cmd_serve_world(args: argparse.Namespace) -> int:
     import threading
     from pathlib import Path
 
-    from skilleval.serve_world import Faults, start_servers
+    from skilleval.world.server import Faults, start_servers
 
     faults = Faults(
         rate=args.fault_rate, kinds=tuple(args.fault_kinds.split(",")), latency_s=args.latency
@@ -146,8 +147,9 @@ def cmd_serve_world(args: argparse.Namespace) -> int:
 def cmd_stale(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from skilleval.config import validate_config
-    from skilleval.stale import merged_config, report, stale_items
+    from skilleval.config.checks import validate_config
+    from skilleval.config.loading import merged_config
+    from skilleval.provenance.stale import report, stale_items
 
     files = args.configfile or ["config/config.yaml"]
     root = Path(args.root)
@@ -159,14 +161,14 @@ def cmd_stale(args: argparse.Namespace) -> int:
 
 
 def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
-    from skilleval.stale import merged_config
+    from skilleval.config.loading import merged_config
 
     root = Path(args.root)
     return merged_config([str(root / f) for f in args.configfile or ["config/config.yaml"]]), root
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
-    from skilleval.archive import archive_run
+    from skilleval.provenance.archive import archive_run
 
     config, root = _config(args)
     target = archive_run(args.run, args.reason, config, root)
@@ -175,7 +177,7 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    from skilleval.archive import clean_run
+    from skilleval.provenance.archive import clean_run
 
     config, root = _config(args)
     mode = "delete" if args.delete else "archive" if args.archive else "list"

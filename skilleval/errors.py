@@ -25,3 +25,30 @@ class CoverageError(SkillevalError):
 
 class ComparisonError(SkillevalError):
     """Two runs cannot be compared (different tasks, protocols, incomplete coverage)."""
+
+
+class InfrastructureError(Exception):
+    """A failure of the machinery (timeout, 429, 5xx, lost slot), never a task failure.
+
+    Episodes that raise it are retried with backoff and never scored.
+    """
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class CheckpointError(SkillevalError):
+    """A checkpoint file is missing, unreadable or not what the registry says."""
+
+
+class BankError(SkillevalError):
+    """A skill bank file is malformed or does not match its registry entry."""
+
+
+class ServiceError(SkillevalError):
+    """The model service is not the one the protocol and checkpoint require."""
+
+
+class GpuLeaseError(SkillevalError):
+    """No lease could be granted (asked for too many cards, or none came free in time)."""

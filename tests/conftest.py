@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from skilleval.evaluation import RunInputs
-from skilleval.workflow import WorkflowConfig
+from skilleval.config.plan import WorkflowPlan
+from skilleval.runs.inputs import RunInputs
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:
         ck["path"] = str(world / "checkpoints" / Path(ck["path"]).parent.name / "model.safetensors")
     for name, bank in config["banks"].items():
         bank["path"] = str(world / "banks" / f"{name}.md")
-    return replace(WorkflowConfig(config).run_inputs_object(run), **changes)
+    return replace((plan := WorkflowPlan(config)).run_inputs(plan.runs[run]), **changes)
 
 
 def copy_workflow(tmp_path: Path) -> Path:

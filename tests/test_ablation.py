@@ -229,7 +229,7 @@ def test_command_trainer_quotes_values_and_reads_its_summary(tmp_path: Path) -> 
 def test_bad_matrix_is_refused_with_the_key() -> None:
     import yaml
 
-    from skilleval.config import validate_against_schema
+    from skilleval.config.schema import validate_against_schema
 
     matrix = yaml.safe_load(Path("config/ablation/matrix.yaml").read_text())
     matrix["groups"]["lr"]["section"] = "3.9"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from skilleval.archive import archive_run, clean_run
 from skilleval.errors import SkillevalError
+from skilleval.provenance.archive import archive_run, clean_run
 from tests.conftest import load_default_config
 
 

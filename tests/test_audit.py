@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
-from skilleval.atomic import write_json
-from skilleval.audit_checkpoints import audit_checkpoint, weight_diff
-from skilleval.contrast import RunRecords, validity_checks, verdict_of
-from skilleval.evaluation import evaluate
+from skilleval.analysis.contrast import RunRecords, validity_checks
+from skilleval.analysis.verdict import verdict_of
+from skilleval.checkpoints.audit import audit_checkpoint, weight_diff
+from skilleval.runs.evaluation import evaluate
+from skilleval.storage.atomic import write_json
 from tests.conftest import run_inputs
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from skilleval.analysis.bootstrap import AlignedPairs, align, paired_bootstrap, per_task_means
 from skilleval.errors import ComparisonError
-from skilleval.stats.bootstrap import AlignedPairs, align, paired_bootstrap, per_task_means
 
 
 def make_pairs(n: int = 400, effect: float = 0.03, seed: int = 1) -> AlignedPairs:

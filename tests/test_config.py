@@ -5,9 +5,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from skilleval.config import validate_config
+from skilleval.config.checks import validate_config
+from skilleval.config.schema import load_schema
 from skilleval.errors import ConfigError
 from tests.conftest import load_default_config, snakemake
 
@@ -24,8 +24,9 @@ def test_default_config_is_valid() -> None:
     validate_config(load_default_config(), "config/config.yaml")
 
 
-def test_every_schema_key_has_a_description() -> None:
-    schema = yaml.safe_load(Path("config/schemas/config.schema.yaml").read_text())
+@pytest.mark.parametrize("name", ["config", "ablation"])
+def test_every_schema_key_has_a_description(name: str) -> None:
+    schema = load_schema(name)
     missing = []
 
     def walk(node: Any, path: str) -> None:

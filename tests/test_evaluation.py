@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from skilleval.errors import CoverageError, SkillevalError
-from skilleval.evaluation import evaluate
-from skilleval.runner import RetryPolicy
+from skilleval.runs.evaluation import evaluate
+from skilleval.runs.runner import RetryPolicy
 from tests.conftest import read_jsonl, run_inputs
 
 DETERMINISTIC = (
@@ -59,8 +59,9 @@ def test_sigkill_then_resume_runs_only_missing_tasks(small_world: Path, tmp_path
     )
     script = textwrap.dedent(f"""
         import json, time
-        import skilleval.evaluation as evaluation
-        from skilleval.evaluation import RunInputs, evaluate
+        import skilleval.runs.evaluation as evaluation
+        from skilleval.runs.inputs import RunInputs
+        from skilleval.runs.evaluation import evaluate
         slow = evaluation.run_episode
         def run_episode(policy, environment, task_id, *args, **kwargs):
             # The first 12 tasks finish; the rest hang until the kill, so it lands mid-run

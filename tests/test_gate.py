@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from skilleval.ranking import build_design, select_chunks
-from skilleval.stats.gate import fit_gate
+from skilleval.analysis.gate import build_design, fit_gate
+from skilleval.analysis.ranking import select_chunks
 
 
 def test_gate_recovers_known_effects_without_intercept() -> None:
@@ -40,15 +40,24 @@ def test_gate_rejects_degenerate_designs(masks: Any, deltas: Any, message: str) 
 
 
 def test_design_is_seeded_and_covers_every_task() -> None:
-    a = build_design(["c1", "c2", "c3"], ["t1", "t2"], 3, 0.5, 7)
-    b = build_design(["c1", "c2", "c3"], ["t1", "t2"], 3, 0.5, 7)
+    a = build_design(
+        ["c1", "c2", "c3"], ["t1", "t2"], ["masked-01", "masked-02", "masked-03"], 0.5, 7
+    )
+    b = build_design(
+        ["c1", "c2", "c3"], ["t1", "t2"], ["masked-01", "masked-02", "masked-03"], 0.5, 7
+    )
     assert a == b
     assert list(a["runs"]) == ["masked-01", "masked-02", "masked-03"]
     assert all(
         set(run) == {"t1", "t2"} and all(len(m) == 3 for m in run.values())
         for run in a["runs"].values()
     )
-    assert build_design(["c1", "c2", "c3"], ["t1", "t2"], 3, 0.5, 8) != a
+    assert (
+        build_design(
+            ["c1", "c2", "c3"], ["t1", "t2"], ["masked-01", "masked-02", "masked-03"], 0.5, 8
+        )
+        != a
+    )
 
 
 def test_banks_use_signed_beta_not_magnitude() -> None:
@@ -69,8 +78,8 @@ def test_banks_use_signed_beta_not_magnitude() -> None:
 
 
 def test_frozen_bank_records_the_beta_it_came_from(tmp_path: Path, small_world: Path) -> None:
-    from skilleval.banks import load_bank
-    from skilleval.ranking import freeze_bank
+    from skilleval.analysis.ranking import freeze_bank
+    from skilleval.skills.bank import load_bank
 
     bank = small_world / "banks" / "draft16.md"
     ids = [s.chunk_id for s in load_bank(bank)]

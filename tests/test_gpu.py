@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from skilleval.gpu import GpuLeaseError, check_requests, gpu_lease, parse_devices
+from skilleval.errors import GpuLeaseError
+from skilleval.serving.gpu import check_requests, gpu_lease, parse_devices
 from tests.conftest import REPO
 
 
@@ -49,7 +50,7 @@ def test_sigkill_releases_the_lease(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import time\nfrom skilleval.gpu import gpu_lease\n"
+            "import time\nfrom skilleval.serving.gpu import gpu_lease\n"
             f"with gpu_lease(1, [1], {str(tmp_path)!r}):\n"
             "    print('held', flush=True)\n"
             "    time.sleep(60)\n",
@@ -137,7 +138,7 @@ def test_torch_sees_exactly_the_leased_card(tmp_path: Path) -> None:
             "--",
             sys.executable,
             "-m",
-            "skilleval.gpu_probe",
+            "skilleval.serving.probe",
             "--hold",
             "1",
             "--output",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from skilleval.evaluation import evaluate
-from skilleval.serve_world import Faults, start_servers
-from skilleval.serving import ServiceError
+from skilleval.errors import ServiceError
+from skilleval.runs.evaluation import evaluate
+from skilleval.world.server import Faults, start_servers
 from tests.conftest import read_jsonl, run_inputs
 
 FIELDS = ("task_id", "reward", "r_success", "steps", "stop_reason")

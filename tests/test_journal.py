@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skilleval.errors import RunLockedError
-from skilleval.journal import Journal, read_journal
+from skilleval.runs.journal import Journal, read_journal
 
 
 def test_truncated_last_line_is_dropped_and_overwritten(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_second_writer_is_refused(tmp_path: Path) -> None:
             textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            from skilleval.journal import Journal
+            from skilleval.runs.journal import Journal
             with Journal(Path({str(tmp_path)!r}), "run", "fp", {{}}):
                 print("locked", flush=True)
                 time.sleep(60)

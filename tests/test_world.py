@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from skilleval.banks import load_bank, system_prompt
 from skilleval.policy.sim import OUTCOME_DECISIONS, SimPolicy, decision_probabilities, hint_shifts
-from skilleval.rollout import run_episode
+from skilleval.runs.rollout import run_episode
+from skilleval.skills.bank import load_bank, system_prompt
 from skilleval.world.generate import expected_reward, ground_truth, outcome_table
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 

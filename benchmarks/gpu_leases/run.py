@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from skilleval.gpu_probe import query_gpus
+from skilleval.serving.probe import query_gpus
 
 HERE = Path(__file__).resolve().parent
 

@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skilleval import atomic
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
 from skilleval.ablation.trainer import batch_sizes
+from skilleval.storage import atomic
 
 
 def audit_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dict[str, Any]:

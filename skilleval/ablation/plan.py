@@ -15,8 +15,9 @@ from typing import Any
 
 import yaml
 
-from skilleval.provenance import canonical_hash
-from skilleval.yamlio import SafeLoader
+from skilleval import paths
+from skilleval.storage.hashing import canonical_hash
+from skilleval.storage.yamlfile import SafeLoader
 
 SECTIONS = ("prior", "3.1", "3.2", "3.4", "3.5", "harness-1", "harness-2", "harness-3")
 
@@ -38,16 +39,16 @@ class PlannedRun:
 
     @property
     def summary_path(self) -> str:
-        return f"results/ablation/{self.benchmark}/{self.run_id}/summary.json"
+        return paths.fill(paths.ABLATION_SUMMARY, bench=self.benchmark, run_id=self.run_id)
 
     @property
     def lock_path(self) -> str:
         """Writer lock of the run's out_root (beside it: Snakemake owns the folder)."""
-        return f"results/ablation/{self.benchmark}/.{self.run_id}.writer.lock"
+        return paths.fill(paths.ABLATION_LOCK, bench=self.benchmark, run_id=self.run_id)
 
     @property
     def out_root(self) -> str:
-        return f"results/ablation/{self.benchmark}/{self.run_id}"
+        return paths.fill(paths.ABLATION_RUN_DIR, bench=self.benchmark, run_id=self.run_id)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -63,7 +64,7 @@ class PlannedRun:
 
 
 def audit_path(run: PlannedRun) -> str:
-    return f"results/audit/ablation/{run.benchmark}/{run.run_id}.json"
+    return paths.fill(paths.ABLATION_AUDIT, bench=run.benchmark, run_id=run.run_id)
 
 
 def run_files(runs: list[PlannedRun]) -> dict[str, tuple[str, str]]:
@@ -72,7 +73,7 @@ def run_files(runs: list[PlannedRun]) -> dict[str, tuple[str, str]]:
 
 
 def load_matrix(path: str | Path = "config/ablation/matrix.yaml") -> dict[str, Any]:
-    from skilleval.config import validate_against_schema
+    from skilleval.config.schema import validate_against_schema
 
     with open(path) as handle:
         matrix: dict[str, Any] = yaml.load(handle, Loader=SafeLoader)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from skilleval import atomic
+from skilleval.storage import atomic
 
 RATIOS = ("1shot", "1-1-8", "2-1-7", "4-1-5")
 

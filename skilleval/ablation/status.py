@@ -8,12 +8,12 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from skilleval.ablation.plan import PlannedRun, plan, plan_fingerprint
+from skilleval.ablation.plan import PlannedRun, audit_path, plan, plan_fingerprint
 
 
 def run_status(run: PlannedRun, matrix: dict[str, Any], root: Path) -> str:
     summary = root / run.summary_path
-    audit = root / "results" / "audit" / "ablation" / run.benchmark / f"{run.run_id}.json"
+    audit = root / audit_path(run)
     if summary.exists():
         data = json.loads(summary.read_text())
         if data.get("plan_fingerprint") != plan_fingerprint(run, matrix):

@@ -13,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from skilleval import atomic
 from skilleval.ablation.plan import PlannedRun, default_run_id, load_matrix, plan, run_files
-from skilleval.figures import save_figure
-from skilleval.paper import environment, latex_escape
+from skilleval.report.figures import save_figure
+from skilleval.report.latex import environment, latex_escape
+from skilleval.report.writer import Section, write_table_set
 
 METRICS = ("best_selection_score", "base_score", "best_test_score", "delta", "tokens")
 
@@ -78,10 +78,7 @@ def render(
         .get_template("ablation_table.tex.j2")
         .render(rows=tex_rows, notes=notes, **{"long": False, **template})
     )
-    atomic.write_text(outputs["tex"], tex)
-    atomic.write_text(outputs["csv"], frame.to_csv(index=False))
-    atomic.write_text(outputs["md"], frame.to_markdown(index=False, floatfmt=".4f") + "\n")
-    atomic.write_text(outputs["html"], frame.to_html(index=False, float_format="{:.4f}".format))
+    write_table_set(outputs, tex, [Section("Runs", "run", frame)])
 
 
 def planned_runs(

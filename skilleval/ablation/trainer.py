@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
-from skilleval import atomic
 from skilleval.ablation.plan import PlannedRun, effective_config, plan_fingerprint
 from skilleval.ablation.splits import RATIOS, ratio_sizes
 from skilleval.errors import RunLockedError, SkillevalError
-from skilleval.provenance import canonical_hash, provenance
+from skilleval.provenance.record import provenance
+from skilleval.storage import atomic
+from skilleval.storage.hashing import canonical_hash
 
 BASE_SCORE = {
     "searchqa": 0.80,

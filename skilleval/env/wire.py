@@ -23,7 +23,9 @@ from tenacity import (
     wait_exponential,
 )
 
-from skilleval.types import InfrastructureError, StepResult, ToolCall
+from skilleval.env.types import StepResult
+from skilleval.errors import InfrastructureError
+from skilleval.policy.types import ToolCall
 
 RETRYABLE = (httpx.TransportError, InfrastructureError)
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import openai
 
-from skilleval.errors import SkillevalError
-from skilleval.types import AssistantTurn, InfrastructureError, Message, ToolCall
+from skilleval.errors import InfrastructureError, SkillevalError
+from skilleval.policy.types import AssistantTurn, Message, ToolCall
 
 LOCAL_KEY = "EMPTY"  # sglang and vLLM accept any key; the client needs a non-empty one
 

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from skilleval.banks import parse_hints
-from skilleval.types import AssistantTurn, InfrastructureError, Message, ToolCall
+from skilleval.errors import InfrastructureError
+from skilleval.policy.types import AssistantTurn, Message, ToolCall
+from skilleval.skills.bank import parse_hints
 from skilleval.world.shopsim import CATEGORY_NAMES
 
 # Bump whenever the scripted behaviour changes: it is part of every sim run's fingerprint.

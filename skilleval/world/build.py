@@ -10,9 +10,9 @@ from typing import Any
 
 from safetensors.numpy import load_file
 
-from skilleval import atomic
-from skilleval.banks import load_bank
-from skilleval.provenance import provenance
+from skilleval.provenance.record import provenance
+from skilleval.skills.bank import load_bank
+from skilleval.storage import atomic
 from skilleval.world.generate import ground_truth, outcome_table
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 

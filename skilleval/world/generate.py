@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import save_file
 
-from skilleval.banks import render_markdown_bank
 from skilleval.policy.sim import (
     DECISIONS,
     OUTCOME_DECISIONS,
@@ -25,8 +24,8 @@ from skilleval.policy.sim import (
     decision_probabilities,
     hint_shifts,
 )
-from skilleval.rollout import run_episode
-from skilleval.types import Skill
+from skilleval.runs.rollout import run_episode
+from skilleval.skills.bank import Skill, render_markdown_bank
 from skilleval.world.shopsim import (
     ShopWorld,
     Task,

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from skilleval.types import StepResult, ToolCall
+from skilleval.env.types import StepResult
+from skilleval.policy.types import ToolCall
 
 CATEGORY_NAMES = (
     "headphones", "backpack", "kettle", "monitor", "running shoes", "desk lamp", "blender",

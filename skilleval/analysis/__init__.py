@@ -1,0 +1,1 @@
+"""Statistics on finished runs: paired bootstrap, contrasts, verdicts, Gate A and ranking."""

@@ -1,0 +1,201 @@
+"""Contrasts between two runs and the control verdicts built on them.
+
+A contrast is ``treatment - control`` on one metric, task-aligned. Its validity checks
+are recorded by name; a failed check never drops the contrast silently: it is written
+with the failure, and its verdict is ``invalid`` with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from skilleval.analysis.bootstrap import Method, align, paired_bootstrap, per_task_means
+from skilleval.errors import ComparisonError
+from skilleval.provenance.record import provenance
+from skilleval.storage import atomic
+
+
+@dataclass(frozen=True)
+class RunRecords:
+    name: str
+    directory: Path
+    summary: dict[str, Any]
+    records: list[dict[str, Any]]
+
+    @classmethod
+    def load(cls, directory: str | Path) -> RunRecords:
+        directory = Path(directory)
+        summary_path, results_path = directory / "summary.json", directory / "results.jsonl"
+        for path in (summary_path, results_path):
+            if not path.exists():
+                raise ComparisonError(
+                    f"{path} does not exist: the run is missing or unfinished "
+                    f"(build it with: snakemake {path})"
+                )
+        summary = json.loads(summary_path.read_text())
+        with open(results_path) as handle:
+            records = [json.loads(line) for line in handle if line.strip()]
+        return cls(summary.get("run", directory.name), directory, summary, records)
+
+
+def validity_checks(
+    control: RunRecords, treatment: RunRecords, audits: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Named pass/fail checks; ``audits`` are the checkpoint audits of (control, treatment)."""
+    checks = []
+
+    def check(name: str, passed: bool, detail: str) -> None:
+        checks.append({"name": name, "passed": bool(passed), "detail": detail})
+
+    for role, run in (("control", control), ("treatment", treatment)):
+        coverage = float(run.summary.get("coverage", 0.0))
+        expected = run.summary.get("n_records", -1)
+        check(
+            f"coverage_{role}",
+            coverage >= 1.0 and len(run.records) == expected,
+            f"{run.name}: coverage {coverage:.4f}, {len(run.records)} records of {expected}",
+        )
+        service = run.summary.get("service", {})
+        check(
+            f"service_unchanged_{role}",
+            bool(service.get("unchanged")),
+            f"{run.name}: service identity at start and end "
+            + ("match" if service.get("unchanged") else f"differ: {service}"),
+        )
+        writers = run.summary.get("execution", {}).get("writers")
+        check(f"single_writer_{role}", writers == 1, f"{run.name}: {writers} writer(s)")
+    same_protocol = control.summary.get("protocol_fingerprint") == treatment.summary.get(
+        "protocol_fingerprint"
+    )
+    check(
+        "same_protocol",
+        same_protocol,
+        f"{control.name}: {control.summary.get('protocol')}, "
+        f"{treatment.name}: {treatment.summary.get('protocol')}",
+    )
+    audit_paths: list[str | None] = list(audits) if audits else [None, None]
+    for role, run, audit_path in zip(
+        ("control", "treatment"), (control, treatment), audit_paths, strict=True
+    ):
+        if audit_path is None:
+            continue
+        audit = json.loads(Path(audit_path).read_text())
+        recorded = run.summary.get("checkpoint_fingerprint")
+        ok = audit["passed"] and audit["fingerprint"] == recorded
+        detail = f"{audit['checkpoint_id']}: " + (
+            "audit passed, fingerprint matches the run"
+            if ok
+            else "; ".join(c["detail"] for c in audit["checks"] if not c["passed"])
+            or f"fingerprint {audit['fingerprint']} != run's {recorded}"
+        )
+        check(f"checkpoint_audit_{role}", ok, detail)
+    tasks_c = {r["task_id"] for r in control.records}
+    tasks_t = {r["task_id"] for r in treatment.records}
+    check(
+        "same_tasks",
+        tasks_c == tasks_t,
+        f"{len(tasks_c)} vs {len(tasks_t)} tasks, {len(tasks_c ^ tasks_t)} not shared",
+    )
+    return checks
+
+
+def compare(
+    control: RunRecords,
+    treatment: RunRecords,
+    *,
+    metric: str = "reward",
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    method: Method = "percentile",
+    checks: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The contrast treatment - control; raises ComparisonError when it is not valid.
+
+    ``checks`` are the validity checks when the caller already ran them (with audits).
+    """
+    checks = validity_checks(control, treatment) if checks is None else checks
+    failed = [c for c in checks if not c["passed"]]
+    if failed:
+        reasons = "; ".join(f"{c['name']}: {c['detail']}" for c in failed)
+        raise ComparisonError(f"cannot compare {treatment.name} with {control.name}: {reasons}")
+    pairs = align(
+        per_task_means(control.records, metric, control.name),
+        per_task_means(treatment.records, metric, treatment.name),
+        (control.name, treatment.name),
+    )
+    result = paired_bootstrap(
+        pairs,
+        rng=np.random.default_rng(seed),
+        n_resamples=n_resamples,
+        confidence=confidence,
+        method=method,
+        seed=seed,
+    )
+    return {
+        "metric": metric,
+        "control": control.name,
+        "treatment": treatment.name,
+        "checks": checks,
+        "control_fingerprint": control.summary.get("fingerprint"),
+        "treatment_fingerprint": treatment.summary.get("fingerprint"),
+        "protocol_fingerprint": control.summary.get("protocol_fingerprint"),
+        **result.as_json(),
+        "distribution_quantiles": {
+            str(q): float(np.quantile(result.distribution, q))
+            for q in (0.005, 0.025, 0.05, 0.25, 0.5, 0.75, 0.95, 0.975, 0.995)
+        },
+    }
+
+
+def build_contrast(
+    name: str,
+    spec: dict[str, Any],
+    statistics: dict[str, Any],
+    control_dir: str,
+    treatment_dir: str,
+    output: str,
+    audits: list[str] | None = None,
+) -> dict[str, Any]:
+    """Graph entry point: always writes the contrast, with its checks, even when invalid."""
+    control, treatment = RunRecords.load(control_dir), RunRecords.load(treatment_dir)
+    checks = validity_checks(control, treatment, audits)
+    contrast: dict[str, Any] = {
+        "name": name,
+        "description": spec["description"],
+        "causal": spec["causal"],
+        "checks": checks,
+    }
+    try:
+        contrast.update(
+            compare(
+                control,
+                treatment,
+                metric=spec.get("metric", "reward"),
+                n_resamples=statistics["n_resamples"],
+                confidence=statistics["confidence"],
+                seed=statistics["seed"],
+                method=statistics["method"],
+                checks=checks,
+            )
+        )
+        contrast["error"] = None
+    except ComparisonError as error:
+        contrast.update(
+            {
+                "estimate": None,
+                "ci_low": None,
+                "ci_high": None,
+                "error": str(error),
+                "control": control.name,
+                "treatment": treatment.name,
+            }
+        )
+    contrast["provenance"] = provenance()
+    atomic.write_json(output, contrast)
+    return contrast

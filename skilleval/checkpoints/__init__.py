@@ -1,0 +1,1 @@
+"""Checkpoint files: fingerprints, reading tensors, audits and the weight change."""

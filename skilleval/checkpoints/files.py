@@ -1,0 +1,73 @@
+"""Checkpoint files: content fingerprints and reading the sim policy's tensors.
+
+Fingerprints must be cheap on multi-GB shards, so large files are hashed from their
+safetensors header, size and evenly spaced sampled blocks rather than every byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file
+
+from skilleval.errors import CheckpointError
+
+FULL_HASH_LIMIT = 64 * 1024 * 1024
+SAMPLE_BLOCKS = 16
+BLOCK_SIZE = 1024 * 1024
+
+
+def file_fingerprint(path: str | Path, full: bool = False) -> str:
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: checkpoint file does not exist")
+    size = path.stat().st_size
+    digest = hashlib.sha256(f"size={size};".encode())
+    with open(path, "rb") as handle:
+        if full or size <= FULL_HASH_LIMIT:
+            for block in iter(lambda: handle.read(BLOCK_SIZE), b""):
+                digest.update(block)
+            return f"sha256:{digest.hexdigest()}"
+        header_len = int.from_bytes(handle.read(8), "little")
+        handle.seek(0)
+        digest.update(handle.read(8 + min(header_len, size - 8)))
+        for i in range(SAMPLE_BLOCKS):
+            handle.seek((size - BLOCK_SIZE) * i // (SAMPLE_BLOCKS - 1))
+            digest.update(handle.read(BLOCK_SIZE))
+    return f"sampled-sha256:{digest.hexdigest()}"
+
+
+def shard_paths(weights: str | Path) -> list[Path]:
+    """The safetensors files of a checkpoint given its model.safetensors or index file."""
+    weights = Path(weights)
+    if weights.name.endswith(".index.json"):
+        index = json.loads(weights.read_text())
+        names = sorted(set(index.get("weight_map", {}).values()))
+        return [weights.parent / name for name in names]
+    return [weights]
+
+
+def checkpoint_fingerprint(weights: str | Path) -> str:
+    weights = Path(weights)
+    parts = [file_fingerprint(weights)]
+    if weights.name.endswith(".index.json"):
+        parts += [f"{p.name}={file_fingerprint(p)}" for p in shard_paths(weights)]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def load_policy_tensors(weights: str | Path) -> dict[str, np.ndarray]:
+    tensors: dict[str, np.ndarray] = {}
+    for shard in shard_paths(weights):
+        if not os.path.exists(shard):
+            raise CheckpointError(f"{shard}: shard named in the index is missing")
+        tensors.update({k: v for k, v in load_file(str(shard)).items() if k.startswith("policy.")})
+    if "policy.decision_logits" not in tensors:
+        raise CheckpointError(
+            f"{weights}: no policy.decision_logits tensor; the sim policy needs a shopsim "
+            "checkpoint (use the openai backend for real model weights)"
+        )
+    return tensors

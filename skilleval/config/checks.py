@@ -1,0 +1,170 @@
+"""Cross-field rules of the experiment config that JSON Schema cannot express.
+
+References between sections, uniqueness and capacity: each failure is a ConfigError
+naming the key, the bad value and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from skilleval.config.schema import validate_against_schema
+from skilleval.errors import ConfigError
+
+
+def _check_reference(
+    source: str, key: str, value: object, registry: Mapping[str, Any], what: str
+) -> None:
+    if value not in registry:
+        raise ConfigError(
+            source,
+            key,
+            value,
+            f"not a registered {what}",
+            f"use one of {', '.join(sorted(registry))} or register it under {what}s",
+        )
+
+
+def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
+    """Rules JSON Schema cannot express: references, uniqueness, capacity."""
+    for name, protocol in config["protocols"].items():
+        runtime, env = protocol["runtime"], protocol["environment"]
+        if runtime["concurrency"] > env["slots"]:
+            raise ConfigError(
+                source,
+                f"protocols.{name}.runtime.concurrency",
+                runtime["concurrency"],
+                f"more concurrent episodes than the environment has slots ({env['slots']})",
+                f"lower concurrency to at most {env['slots']}",
+            )
+        metrics = protocol["metrics"]
+        if metrics["main"] not in ("reward", "r_strict"):
+            raise ConfigError(
+                source,
+                f"protocols.{name}.metrics.main",
+                metrics["main"],
+                "the memo's main metric is reward (= r_strict)",
+                "set main: reward",
+            )
+    experiments: dict[str, str] = {}
+    for run_name, run in config["runs"].items():
+        prefix = f"runs.{run_name}"
+        _check_reference(
+            source, f"{prefix}.protocol", run["protocol"], config["protocols"], "protocol"
+        )
+        _check_reference(
+            source, f"{prefix}.checkpoint", run["checkpoint"], config["checkpoints"], "checkpoint"
+        )
+        if run["bank"] is not None:
+            _check_reference(source, f"{prefix}.bank", run["bank"], config["banks"], "bank")
+        if run["experiment"] in experiments:
+            raise ConfigError(
+                source,
+                f"{prefix}.experiment",
+                run["experiment"],
+                f"already used by run {experiments[run['experiment']]}",
+                "give every run its own experiment name",
+            )
+        experiments[run["experiment"]] = run_name
+    for name, contrast in config["contrasts"].items():
+        for role in ("control", "treatment"):
+            _check_reference(
+                source, f"contrasts.{name}.{role}", contrast[role], config["runs"], "run"
+            )
+        if contrast["control"] == contrast["treatment"]:
+            raise ConfigError(
+                source,
+                f"contrasts.{name}.treatment",
+                contrast["treatment"],
+                "a run cannot be contrasted with itself",
+                "name two different runs",
+            )
+        protocols = {config["runs"][contrast[r]]["protocol"] for r in ("control", "treatment")}
+        if len(protocols) > 1:
+            raise ConfigError(
+                source,
+                f"contrasts.{name}",
+                sorted(protocols),
+                "the two runs use different protocols; their numbers must never be mixed",
+                "contrast runs of one protocol only",
+            )
+    check_ranking(config, source)
+    ids: dict[str, str] = {}
+    for name, checkpoint in config["checkpoints"].items():
+        if checkpoint["checkpoint_id"] in ids:
+            raise ConfigError(
+                source,
+                f"checkpoints.{name}.checkpoint_id",
+                checkpoint["checkpoint_id"],
+                f"already the id of checkpoint {ids[checkpoint['checkpoint_id']]}",
+                "changing weights must change checkpoint_id",
+            )
+        ids[checkpoint["checkpoint_id"]] = name
+
+
+def check_ranking(config: Mapping[str, Any], source: str) -> None:
+    ranking = config["ranking"]
+    _check_reference(source, "ranking.bank", ranking["bank"], config["banks"], "bank")
+    bank = config["banks"][ranking["bank"]]
+    if bank["role"] != "ranking":
+        raise ConfigError(
+            source,
+            "ranking.bank",
+            ranking["bank"],
+            f"has role {bank['role']!r}, not 'ranking'",
+            "rank the draft bank (role: ranking)",
+        )
+    if ranking["k"] > bank["chunks"]:
+        raise ConfigError(
+            source,
+            "ranking.k",
+            ranking["k"],
+            f"more than the {bank['chunks']} chunks of {ranking['bank']}",
+            f"choose k <= {bank['chunks']}",
+        )
+    for key, split in (("bare_val_run", "val"), ("bare_test_run", "test")):
+        run_name = ranking[key]
+        _check_reference(source, f"ranking.{key}", run_name, config["runs"], "run")
+        run = config["runs"][run_name]
+        run_split = run.get("split", config["protocols"][run["protocol"]]["tasks"]["split"])
+        if run_split != split or run["bank"] is not None:
+            raise ConfigError(
+                source,
+                f"ranking.{key}",
+                run_name,
+                f"must be a skill-free run on the {split} split "
+                f"(it has bank {run['bank']!r}, split {run_split!r})",
+                f"declare a run with bank: null and split: {split}",
+            )
+    val, test = (config["runs"][ranking[k]] for k in ("bare_val_run", "bare_test_run"))
+    if (val["checkpoint"], val["protocol"]) != (test["checkpoint"], test["protocol"]):
+        raise ConfigError(
+            source,
+            "ranking.bare_val_run",
+            ranking["bare_val_run"],
+            "uses another checkpoint or protocol than bare_test_run",
+            "fit and evaluate the ranking on one checkpoint and protocol",
+        )
+    extra = sorted(set(ranking["random_seeds_in_paper"]) - set(ranking["random_seeds"]))
+    if extra:
+        raise ConfigError(
+            source,
+            "ranking.random_seeds_in_paper",
+            extra,
+            "not among the declared random_seeds",
+            "declare every seed under ranking.random_seeds first",
+        )
+    if ranking["experiment_b"]["design_seed"] == ranking["design_seed"]:
+        raise ConfigError(
+            source,
+            "ranking.experiment_b.design_seed",
+            ranking["design_seed"],
+            "reuses the gate's masks",
+            "experiment B needs fresh masks: choose another seed",
+        )
+
+
+def validate_config(config: Mapping[str, Any], source: str) -> None:
+    validate_against_schema(config, "config", source)
+    check_cross_fields(config, source)

@@ -1,0 +1,300 @@
+"""The run planner: a validated config in, typed runs, arms, masked runs and contrasts out.
+
+Declared runs and contrasts come from config; the ranking arms (memo §2 C) and their
+contrasts are derived from the ``ranking`` section by fixed rules. Every object carries
+what later code needs, so nothing downstream parses a run or file name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+from skilleval import paths
+from skilleval.runs.inputs import RunInputs
+
+SelectionRule = Literal["top", "bottom", "random"]
+Table = Literal["main", "ranking", "extra"]
+
+
+@dataclass(frozen=True)
+class BankRef:
+    """A skill bank a run injects: a registered bank, or a frozen ranking bank."""
+
+    name: str
+    path: str
+    chunks: int | None
+
+
+@dataclass(frozen=True)
+class MaskRef:
+    """Which mask of a Gate A design a masked run applies, task by task."""
+
+    design: str
+    run: str
+
+
+@dataclass(frozen=True)
+class RankingArm:
+    """A frozen bank of K chunks chosen from the signed betas, and its test run."""
+
+    rule: SelectionRule
+    k: int
+    seed: int | None = None
+
+    @property
+    def stem(self) -> str:
+        """File stem of the frozen bank: top-4, bottom-4, random-4-20260907."""
+        return f"{self.rule}-{self.k}" + (f"-{self.seed}" if self.seed is not None else "")
+
+    @property
+    def run(self) -> str:
+        return f"rank-{self.stem}"
+
+    @property
+    def label(self) -> str:
+        label = f"{self.rule.title()}-{self.k}"
+        return label + (f" (seed {self.seed})" if self.seed is not None else "")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "k": self.k, "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One evaluation run of the graph: declared, a ranking arm or a masked Gate A run."""
+
+    name: str
+    experiment: str
+    protocol: str
+    checkpoint: str
+    bank: BankRef | None
+    split: str
+    mask: MaskRef | None = None
+    arm: RankingArm | None = None
+
+
+@dataclass(frozen=True)
+class ContrastPlan:
+    name: str
+    control: str
+    treatment: str
+    causal: bool
+    description: str
+    table: Table
+    metric: str = "reward"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "control": self.control,
+            "treatment": self.treatment,
+            "causal": self.causal,
+            "description": self.description,
+            "table": self.table,
+            "metric": self.metric,
+        }
+
+
+@dataclass(frozen=True)
+class MaskDesign:
+    """Random inclusion masks over the draft chunks: the gate's, or experiment B's fresh ones."""
+
+    name: Literal["design", "design-b"]
+    prefix: Literal["masked", "fresh"]
+    n_runs: int
+    seed: int
+
+    @property
+    def runs(self) -> list[str]:
+        return [f"{self.prefix}-{i + 1:02d}" for i in range(self.n_runs)]
+
+
+class WorkflowPlan:
+    """Everything the graph builds from one config, as typed objects."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = config
+        self.ranking: Mapping[str, Any] = config["ranking"]
+        self.gate: str = self.ranking["gate"]
+        self.world_dir: str = config["world"]["dir"]
+        declared = {name: self._declared(name, spec) for name, spec in config["runs"].items()}
+        self.arms: dict[str, RankingArm] = {arm.stem: arm for arm in self._arms()}
+        bare_test = declared[self.ranking["bare_test_run"]]
+        self.runs: dict[str, RunPlan] = {
+            **declared,
+            **{arm.run: self._arm_run(arm, bare_test) for arm in self.arms.values()},
+        }
+        experiment_b = self.ranking["experiment_b"]
+        self.designs: dict[str, MaskDesign] = {
+            "design": MaskDesign(
+                "design", "masked", self.ranking["masked_runs"], self.ranking["design_seed"]
+            ),
+            "design-b": MaskDesign(
+                "design-b", "fresh", experiment_b["masked_runs"], experiment_b["design_seed"]
+            ),
+        }
+        self.masked: dict[str, RunPlan] = {
+            masked: self._masked_run(design, masked)
+            for design in self.designs.values()
+            for masked in design.runs
+        }
+        self.contrasts: dict[str, ContrastPlan] = {
+            **{n: self._declared_contrast(n, c) for n, c in config["contrasts"].items()},
+            **self._ranking_contrasts(),
+        }
+
+    # runs --------------------------------------------------------------------
+
+    def _bank(self, name: str) -> BankRef:
+        bank = self.config["banks"][name]
+        return BankRef(name, bank["path"], bank["chunks"])
+
+    def _declared(self, name: str, spec: Mapping[str, Any]) -> RunPlan:
+        protocol = self.config["protocols"][spec["protocol"]]
+        return RunPlan(
+            name=name,
+            experiment=spec["experiment"],
+            protocol=spec["protocol"],
+            checkpoint=spec["checkpoint"],
+            bank=self._bank(spec["bank"]) if spec["bank"] else None,
+            split=spec.get("split", protocol["tasks"]["split"]),
+        )
+
+    def _arms(self) -> list[RankingArm]:
+        k = self.ranking["k"]
+        arms = [RankingArm("top", k), RankingArm("bottom", k)]
+        return arms + [RankingArm("random", k, seed) for seed in self.ranking["random_seeds"]]
+
+    def _arm_run(self, arm: RankingArm, bare: RunPlan) -> RunPlan:
+        bank_file = paths.fill(paths.FROZEN_BANK, gate=self.gate, arm=arm.stem)
+        return RunPlan(
+            name=arm.run,
+            experiment=f"{bare.experiment.removesuffix('-free')}-{arm.run}",
+            protocol=bare.protocol,
+            checkpoint=bare.checkpoint,
+            bank=BankRef(f"{self.gate}/{arm.rule}", bank_file, arm.k),
+            split=bare.split,
+            arm=arm,
+        )
+
+    def _masked_run(self, design: MaskDesign, masked: str) -> RunPlan:
+        bare = self.runs[self.ranking["bare_val_run"]]
+        return RunPlan(
+            name=f"gate-{self.gate}-{masked}",
+            experiment=f"{bare.experiment}-gate-{self.gate}-{masked}",
+            protocol=bare.protocol,
+            checkpoint=bare.checkpoint,
+            bank=self._bank(self.ranking["bank"]),
+            split=bare.split,
+            mask=MaskRef(paths.fill(paths.GATE_DESIGN, gate=self.gate, design=design.name), masked),
+        )
+
+    # contrasts ---------------------------------------------------------------
+
+    @staticmethod
+    def _declared_contrast(name: str, spec: Mapping[str, Any]) -> ContrastPlan:
+        return ContrastPlan(
+            name,
+            spec["control"],
+            spec["treatment"],
+            spec["causal"],
+            spec["description"],
+            "main",
+            spec.get("metric", "reward"),
+        )
+
+    def _ranking_contrasts(self) -> dict[str, ContrastPlan]:
+        free = self.ranking["bare_test_run"]
+        k = self.ranking["k"]
+        top, bottom = RankingArm("top", k).run, RankingArm("bottom", k).run
+        paper_seeds = self.ranking["random_seeds_in_paper"]
+        contrasts = [
+            ContrastPlan("rank-top-vs-free", free, top, True, "Top-K vs free", "ranking"),
+            ContrastPlan("rank-bottom-vs-free", free, bottom, True, "Bottom-K vs free", "ranking"),
+        ]
+        for seed in self.ranking["random_seeds"]:
+            suffix = "" if seed == paper_seeds[0] else f"-{seed}"
+            table: Table = "ranking" if seed in paper_seeds else "extra"
+            random = RankingArm("random", k, seed).run
+            for name, control, treatment, description in (
+                (f"rank-random{suffix}-vs-free", free, random, f"Random-K (seed {seed}) vs free"),
+                (f"rank-top-vs-random{suffix}", random, top, f"Top-K vs Random-K (seed {seed})"),
+                (
+                    f"rank-random{suffix}-vs-bottom",
+                    bottom,
+                    random,
+                    f"Random-K (seed {seed}) vs Bottom-K",
+                ),
+            ):
+                contrasts.append(ContrastPlan(name, control, treatment, True, description, table))
+        contrasts.append(
+            ContrastPlan("rank-top-vs-bottom", bottom, top, True, "Top-K vs Bottom-K", "ranking")
+        )
+        return {contrast.name: contrast for contrast in contrasts}
+
+    def contrasts_for(self, table: Table) -> list[str]:
+        return [n for n, c in self.contrasts.items() if c.table == table]
+
+    # what the paper shows ----------------------------------------------------
+
+    @cached_property
+    def main_runs(self) -> list[str]:
+        runs: list[str] = []
+        for name in self.contrasts_for("main"):
+            contrast = self.contrasts[name]
+            runs += [r for r in (contrast.control, contrast.treatment) if r not in runs]
+        return runs
+
+    @cached_property
+    def paper_arms(self) -> list[RankingArm]:
+        k = self.ranking["k"]
+        seeds = self.ranking["random_seeds_in_paper"]
+        randoms = [RankingArm("random", k, s) for s in seeds]
+        return [RankingArm("top", k), *randoms, RankingArm("bottom", k)]
+
+    def ranking_vs_free(self) -> list[str]:
+        """Contrast names of the paper arms against free, in :attr:`paper_arms` order."""
+        seeds = self.ranking["random_seeds_in_paper"]
+        random = [f"rank-random{'' if s == seeds[0] else f'-{s}'}-vs-free" for s in seeds]
+        return ["rank-top-vs-free", *random, "rank-bottom-vs-free"]
+
+    @staticmethod
+    def ranking_pairwise() -> list[str]:
+        return ["rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom"]
+
+    def masked_runs(self, design: str) -> list[str]:
+        return self.designs[design].runs
+
+    # resolving a run ---------------------------------------------------------
+
+    def run_inputs(self, plan: RunPlan) -> RunInputs:
+        """Everything the run reads, resolved from config once."""
+        protocol = self.config["protocols"][plan.protocol]
+        checkpoint = self.config["checkpoints"][plan.checkpoint]
+        return RunInputs(
+            run=plan.name,
+            experiment=plan.experiment,
+            protocol_name=plan.protocol,
+            protocol=protocol,
+            checkpoint_id=checkpoint["checkpoint_id"],
+            checkpoint_path=checkpoint["path"],
+            checkpoint_expected_fingerprint=checkpoint["fingerprint"],
+            bank_name=plan.bank.name if plan.bank else None,
+            bank_path=plan.bank.path if plan.bank else None,
+            bank_chunks=plan.bank.chunks if plan.bank else None,
+            split_file=protocol["tasks"]["split_file"],
+            split=plan.split,
+            backends=dict(self.config["backends"]),
+            catalogue=paths.fill(paths.WORLD_CATALOGUE, world_dir=self.world_dir),
+            mask_path=plan.mask.design if plan.mask else None,
+            mask_run=plan.mask.run if plan.mask else None,
+        )
+
+    def checkpoint_id(self, run: str) -> str:
+        return str(self.config["checkpoints"][self.runs[run].checkpoint]["checkpoint_id"])
+
+    def checkpoint_by_id(self, checkpoint_id: str) -> Mapping[str, Any]:
+        checkpoints = self.config["checkpoints"].values()
+        return next(c for c in checkpoints if c["checkpoint_id"] == checkpoint_id)

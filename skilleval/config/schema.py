@@ -1,0 +1,57 @@
+"""Validating config files against their JSON Schemas (shipped as package data).
+
+Every failure is a :class:`ConfigError` naming the file, the key, the bad value and a fix,
+so that ``snakemake -n`` can stop with one readable message instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import yaml
+
+from skilleval.errors import ConfigError
+from skilleval.storage.yamlfile import SafeLoader
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """A JSON Schema shipped as package data, so a non-editable install finds it."""
+    text = resources.files(__package__).joinpath("schemas", f"{name}.schema.yaml").read_text()
+    schema: dict[str, Any] = yaml.load(text, Loader=SafeLoader)
+    return schema
+
+
+def _dotted(path: Any) -> str:
+    return ".".join(str(part) for part in path) or "(top level)"
+
+
+def validate_against_schema(data: Mapping[str, Any], schema_name: str, source: str) -> None:
+    """Raise ConfigError for the first (most specific) schema violation."""
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.path), list(e.path)))
+    if not errors:
+        return
+    error = jsonschema.exceptions.best_match(errors)
+    key = _dotted(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in allowed]
+        raise ConfigError(
+            source,
+            f"{key}.{extra[0]}" if key != "(top level)" else extra[0],
+            error.instance[extra[0]],
+            "unknown key",
+            f"remove it or use one of: {', '.join(allowed)}",
+        )
+    if error.validator == "required":
+        raise ConfigError(source, key, "(missing)", error.message, "add the missing key")
+    description = error.schema.get("description", "") if isinstance(error.schema, dict) else ""
+    fix = f"expected {error.validator} {error.validator_value!r}"
+    if description:
+        fix += f" ({description})"
+    raise ConfigError(source, key, error.instance, error.message, fix)

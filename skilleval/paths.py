@@ -1,0 +1,72 @@
+"""Every path the build graph writes, as one template each.
+
+Rules use the templates as they are (their ``{fields}`` are Snakemake wildcards); Python
+fills them with :func:`fill`. Nothing else spells a ``results/`` or ``paper/`` path, so
+the graph and the code that reads its outputs cannot drift apart.
+"""
+
+from __future__ import annotations
+
+RESULTS = "results"
+JOURNAL_ROOT = f"{RESULTS}/journal"
+ARCHIVE_ROOT = f"{RESULTS}/archive"
+LOGS = f"{RESULTS}/logs"
+
+# The embedded default world, under config's world.dir.
+WORLD_CATALOGUE = "{world_dir}/catalogue.json"
+WORLD_SPLITS = "{world_dir}/persona_splits.v1.json"
+WORLD_CHECKPOINT = "{world_dir}/checkpoints/{checkpoint}/model.safetensors"
+WORLD_BANK = "{world_dir}/banks/{bank}.md"
+WORLD_GROUND_TRUTH = "{world_dir}/ground_truth.json"
+
+RUN_DIR = f"{RESULTS}/runs/{{run}}"
+RUN_RESULTS = f"{RUN_DIR}/results.jsonl"
+RUN_SUMMARY = f"{RUN_DIR}/summary.json"
+RUN_LOG = f"{LOGS}/runs/{{run}}.log"
+
+GATE_DIR = f"{RESULTS}/gate/{{gate}}"
+GATE_DESIGN = f"{GATE_DIR}/{{design}}.json"
+GATE_RUN_DIR = f"{GATE_DIR}/runs/{{masked}}"
+GATE_RUN_RESULTS = f"{GATE_RUN_DIR}/results.jsonl"
+GATE_RUN_SUMMARY = f"{GATE_RUN_DIR}/summary.json"
+GATE_BETA = f"{GATE_DIR}/beta.json"
+GATE_TRUTH_CHECK = f"{GATE_DIR}/truth_check.json"
+GATE_EXPERIMENT_B = f"{GATE_DIR}/experiment-b.json"
+GATE_ARCHIVE = f"{ARCHIVE_ROOT}/gate/{{gate}}"
+
+FROZEN_BANK = f"{RESULTS}/banks/{{gate}}/{{arm}}.json"
+
+CONTRAST = f"{RESULTS}/contrasts/{{contrast}}.json"
+VERDICT = f"{RESULTS}/verdicts/{{contrast}}.json"
+
+CHECKPOINT_AUDIT = f"{RESULTS}/audit/checkpoints/{{ckid}}.json"
+WEIGHT_DIFF = f"{RESULTS}/audit/weights/base-vs-final.json"
+
+ABLATION_SPLIT = f"{RESULTS}/ablation/splits/{{bench}}/{{ratio}}_seed42.json"
+ABLATION_RUN_DIR = f"{RESULTS}/ablation/{{bench}}/{{run_id}}"
+ABLATION_SUMMARY = f"{ABLATION_RUN_DIR}/summary.json"
+ABLATION_LOCK = f"{RESULTS}/ablation/{{bench}}/.{{run_id}}.writer.lock"
+ABLATION_AUDIT = f"{RESULTS}/audit/ablation/{{bench}}/{{run_id}}.json"
+
+TABLE = "paper/tables/{table}.{ext}"
+FIGURE = "paper/figures/{figure}.{ext}"
+TABLE_FORMATS = ("tex", "csv", "md", "html")
+
+
+def fill(template: str, **fields: object) -> str:
+    """A concrete path from a template; a missing field is a KeyError naming it."""
+    return template.format(**fields)
+
+
+def table(name: str, ext: str) -> str:
+    """One file of a paper table; ``name`` may hold wildcards (``ablation_{bench}``)."""
+    return fill(TABLE, table=name, ext=ext)
+
+
+def figure(name: str, ext: str) -> str:
+    return fill(FIGURE, figure=name, ext=ext)
+
+
+def in_world(template: str, world_dir: str) -> str:
+    """A world template with its folder filled and its other wildcards kept for Snakemake."""
+    return template.replace("{world_dir}", world_dir)

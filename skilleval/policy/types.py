@@ -1,0 +1,51 @@
+"""What a policy exchanges with the rollout loop: OpenAI-style messages and typed turns.
+
+Messages are plain OpenAI-style dicts so that the sim and openai policies see exactly
+the same conversation; only the assistant's answer is parsed into a typed turn.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    content: str
+    reasoning: str | None
+    tool_calls: tuple[ToolCall, ...]
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+
+    def as_message(self) -> Message:
+        message: Message = {"role": "assistant", "content": self.content}
+        if self.reasoning is not None:
+            message["reasoning_content"] = self.reasoning
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+class Policy(Protocol):
+    """A model: the conversation so far in, one assistant turn out."""
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn: ...

@@ -1,0 +1,1 @@
+"""The paper: LaTeX tables from Jinja2 templates (package data), figures and the PDF."""

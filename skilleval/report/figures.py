@@ -1,0 +1,106 @@
+"""Paper figures: the forest plot of contrasts and the Gate A betas, as PDF and PNG."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def save_figure(fig: Any, out_pdf: str, out_png: str) -> None:
+    import matplotlib.pyplot as plt
+
+    Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_pdf)
+    fig.savefig(out_png, dpi=150)
+    plt.close(fig)
+
+
+def load_json(path: str | Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(Path(path).read_text())
+    return data
+
+
+def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [load_json(p) for p in verdicts.values()]
+    colours = {
+        "improves": "tab:green",
+        "regresses": "tab:red",
+        "inconclusive": "tab:gray",
+        "descriptive": "tab:blue",
+        "invalid": "black",
+    }
+    fig, ax = plt.subplots(figsize=(7, 0.55 * len(rows) + 1.2))
+    for y, row in enumerate(reversed(rows)):
+        if row["estimate"] is None:
+            ax.text(0, y, f"{row['name']}: invalid", va="center", ha="center", fontsize=8)
+            continue
+        err = [[row["estimate"] - row["ci_low"]], [row["ci_high"] - row["estimate"]]]
+        ax.errorbar(
+            row["estimate"],
+            y,
+            xerr=err,
+            fmt="o",
+            capsize=4,
+            color=colours[row["verdict"]],
+            label=row["verdict"],
+        )
+    ax.axvline(0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r["name"] for r in reversed(rows)])
+    ax.set_xlabel(f"Delta reward (treatment - control), {rows[0]['confidence']:.0%} CI")
+    ax.set_title(title)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), loc="lower right", fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, out_pdf, out_png)
+
+
+def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_png: str) -> None:
+    """Signed betas with 2-SE bars; in the default world, the known chunk effects too."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    beta = load_json(beta_path)
+    truth = (
+        {c["chunk_id"]: c["true_effect"] for c in load_json(truth_check_path)["chunks"]}
+        if truth_check_path
+        else {}
+    )
+    chunks = sorted(beta["chunks"], key=lambda c: -c["beta"])
+    xs = range(len(chunks))
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    ax.errorbar(
+        xs,
+        [c["beta"] for c in chunks],
+        yerr=[2 * c["standard_error"] for c in chunks],
+        fmt="o",
+        capsize=3,
+        label="Gate A beta (2 SE)",
+    )
+    if truth:
+        ax.scatter(
+            xs,
+            [truth[c["chunk_id"]] for c in chunks],
+            marker="x",
+            color="tab:red",
+            zorder=3,
+            label="true effect (default world)",
+        )
+    ax.axhline(0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([c["chunk_id"] for c in chunks], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("effect on reward")
+    ax.set_title("Draft chunks ranked by signed beta")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, out_pdf, out_png)

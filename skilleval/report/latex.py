@@ -1,0 +1,58 @@
+"""LaTeX for the paper: escaping, the Jinja2 templates (package data) and the PDF build."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import jinja2
+
+from skilleval.errors import SkillevalError
+
+LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "$": r"\$"}
+
+
+def latex_escape(text: object) -> str:
+    return "".join(LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("skilleval.report", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def fmt_ci(low: float | None, high: float | None, digits: int = 3) -> str:
+    if low is None or high is None:
+        return "n/a"
+    return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+TEX_ENGINES = ("latexmk", "pdflatex")
+
+
+def compile_pdf(main_tex: str, output: str) -> None:
+    """Compile the paper; without a TeX engine fail with one line saying what is missing."""
+    engine = next((e for e in TEX_ENGINES if shutil.which(e)), None)
+    if engine is None:
+        raise SkillevalError(
+            "no TeX engine found (latexmk or pdflatex); install Debian packages "
+            "texlive-latex-recommended texlive-latex-extra latexmk, then rerun"
+        )
+    directory = Path(main_tex).parent
+    command = (
+        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", Path(main_tex).name]
+        if engine == "latexmk"
+        else ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", Path(main_tex).name]
+    )
+    for _ in range(1 if engine == "latexmk" else 2):
+        done = subprocess.run(command, cwd=directory, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SkillevalError(f"{engine} failed on {main_tex}:\n{done.stdout[-2000:]}")
+    produced = directory / (Path(main_tex).stem + ".pdf")
+    if produced.resolve() != Path(output).resolve():
+        shutil.copy(produced, output)

@@ -1,0 +1,230 @@
+"""The main and ranking tables of the paper, from run summaries and verdicts.
+
+Every cell comes from a built file; invalid results are marked with a dagger and their
+reason in a table note, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from skilleval.report.figures import load_json
+from skilleval.report.latex import environment, fmt_ci, latex_escape
+from skilleval.report.writer import Section, write_table_set
+
+DAGGER = r"$^\dagger$"
+
+
+def _verdict_row(name: str, verdict: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "contrast": name,
+        "description": verdict["description"],
+        "treatment": verdict["treatment"],
+        "control": verdict["control"],
+        "estimate": verdict["estimate"],
+        "ci_low": verdict["ci_low"],
+        "ci_high": verdict["ci_high"],
+        "confidence": verdict["confidence"],
+        "verdict": verdict["verdict"],
+        "note": verdict["reason"] if verdict["verdict"] == "invalid" else "",
+    }
+
+
+def _run_row(name: str, summary: Mapping[str, Any]) -> dict[str, Any]:
+    valid = summary["coverage"] >= 1.0 and summary["service"]["unchanged"]
+    return {
+        "run": name,
+        "experiment": summary["experiment"],
+        "checkpoint": summary["checkpoint_id"],
+        "bank": summary["bank"] or "none",
+        "reward": summary["reward"],
+        "r_success": summary["r_success"],
+        "coverage": summary["coverage"],
+        "tokens_per_task": summary["tokens"]["mean_per_task"],
+        "n_tasks": summary["n_tasks"],
+        "protocol": summary["protocol"],
+        "split": summary["split"],
+        "valid": valid,
+        "note": "" if valid else "coverage below 1 or service changed",
+    }
+
+
+def main_table_frames(
+    summaries: Mapping[str, str], verdicts: Mapping[str, str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    runs = [_run_row(name, load_json(path)) for name, path in summaries.items()]
+    contrasts = [_verdict_row(name, load_json(path)) for name, path in verdicts.items()]
+    return pd.DataFrame(runs), pd.DataFrame(contrasts)
+
+
+class Notes:
+    """Table notes: one dagger note per invalid row, in the order the rows appear."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def mark(self, name: str, invalid: bool, why: str) -> str:
+        if not invalid:
+            return ""
+        self.lines.append(rf"{DAGGER} {latex_escape(name)}: {latex_escape(why)}")
+        return DAGGER
+
+
+def _contrast_cells(contrasts: pd.DataFrame, notes: Notes) -> list[dict[str, str]]:
+    return [
+        {
+            "name": latex_escape(row.contrast),
+            "mark": notes.mark(row.contrast, row.verdict == "invalid", row.note),
+            "arms": latex_escape(f"{row.treatment} - {row.control}").replace(" - ", " $-$ "),
+            "estimate": "n/a" if row.estimate is None else f"{row.estimate:+.4f}",
+            "ci": fmt_ci(row.ci_low, row.ci_high),
+            "verdict": row.verdict,
+        }
+        for row in contrasts.itertuples()
+    ]
+
+
+def _percent(confidence: float) -> str:
+    return f"{confidence:.0%}".replace("%", r"\%")
+
+
+def render_main_table(
+    summaries: Mapping[str, str], verdicts: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
+    runs, contrasts = main_table_frames(summaries, verdicts)
+    notes = Notes()
+    run_cells = [
+        {
+            "name": latex_escape(row.run),
+            "mark": notes.mark(row.run, not row.valid, row.note),
+            "bank": latex_escape(row.bank),
+            "reward": f"{row.reward:.4f}",
+            "r_success": f"{row.r_success:.4f}",
+            "coverage": f"{row.coverage:.3f}",
+            "tokens": f"{row.tokens_per_task:,.0f}".replace(",", "{,}"),
+        }
+        for row in runs.itertuples()
+    ]
+    contrast_cells = _contrast_cells(contrasts, notes)
+    tex = (
+        environment()
+        .get_template("main_table.tex.j2")
+        .render(
+            sources="results/runs/*/summary.json, results/verdicts/*.json",
+            split=latex_escape(runs["split"].iloc[0]),
+            n_tasks=int(runs["n_tasks"].iloc[0]),
+            protocol=latex_escape(runs["protocol"].iloc[0]),
+            confidence=_percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "",
+            runs=run_cells,
+            contrasts=contrast_cells,
+            notes=notes.lines,
+        )
+    )
+    write_table_set(
+        outputs,
+        tex,
+        [
+            Section("Runs", "run", runs, ".4f", markdown_drops=("valid",)),
+            Section("Contrasts", "contrast", contrasts, "+.4f"),
+        ],
+    )
+
+
+def ranking_frames(
+    arms: Sequence[Mapping[str, Any]],
+    summaries: Sequence[str],
+    vs_free: Sequence[str],
+    pairwise: Mapping[str, str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows = []
+    for arm, summary_path, verdict_path in zip(arms, summaries, vs_free, strict=True):
+        s, v = load_json(summary_path), load_json(verdict_path)
+        rows.append(
+            {
+                "arm": arm["run"],
+                "bank": s["bank"],
+                "reward": s["reward"],
+                "r_success": s["r_success"],
+                "coverage": s["coverage"],
+                "delta_vs_free": v["estimate"],
+                "ci_low": v["ci_low"],
+                "ci_high": v["ci_high"],
+                "verdict": v["verdict"],
+                "note": v["reason"] if v["verdict"] == "invalid" else "",
+                "n_tasks": s["n_tasks"],
+                "split": s["split"],
+                "free": v["control"],
+                "confidence": v["confidence"],
+            }
+        )
+    contrasts = [
+        {k: v for k, v in _verdict_row(name, load_json(path)).items() if k in PAIRWISE_COLUMNS}
+        for name, path in pairwise.items()
+    ]
+    return pd.DataFrame(rows), pd.DataFrame(contrasts)
+
+
+PAIRWISE_COLUMNS = (
+    "contrast",
+    "treatment",
+    "control",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "verdict",
+    "note",
+)
+
+
+def render_ranking_table(
+    arms: Sequence[Mapping[str, Any]],
+    summaries: Sequence[str],
+    vs_free: Sequence[str],
+    pairwise: Mapping[str, str],
+    beta_path: str,
+    outputs: Mapping[str, str],
+) -> None:
+    """``arms``: the paper arms in order, each with its run name, label and k."""
+    frame, contrasts = ranking_frames(arms, summaries, vs_free, pairwise)
+    notes = Notes()
+    arm_cells = [
+        {
+            "label": latex_escape(arm["label"]),
+            "mark": notes.mark(row.arm, row.verdict == "invalid", row.note),
+            "reward": f"{row.reward:.4f}",
+            "r_success": f"{row.r_success:.4f}",
+            "estimate": "n/a" if row.delta_vs_free is None else f"{row.delta_vs_free:+.4f}",
+            "ci": fmt_ci(row.ci_low, row.ci_high),
+            "verdict": row.verdict,
+        }
+        for arm, row in zip(arms, frame.itertuples(), strict=True)
+    ]
+    contrast_cells = _contrast_cells(contrasts, notes)
+    first = frame.iloc[0]
+    tex = (
+        environment()
+        .get_template("ranking_table.tex.j2")
+        .render(
+            sources="results/runs/rank-*/summary.json, results/verdicts/rank-*.json, " + beta_path,
+            n_chunks=len(load_json(beta_path)["chunks"]),
+            split=latex_escape(first["split"]),
+            n_tasks=int(first["n_tasks"]),
+            k=int(arms[0]["k"]),
+            free=latex_escape(first["free"]),
+            confidence=_percent(first["confidence"]),
+            arms=arm_cells,
+            contrasts=contrast_cells,
+            notes=notes.lines,
+        )
+    )
+    write_table_set(
+        outputs,
+        tex,
+        [
+            Section("Ranking arms", "arm", frame, "+.4f"),
+            Section("Pairwise contrasts", "contrast", contrasts, "+.4f"),
+        ],
+    )

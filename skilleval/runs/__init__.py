@@ -1,0 +1,1 @@
+"""Evaluation runs: resolved inputs, the rollout loop, concurrent episodes, journals, summaries."""

@@ -1,0 +1,69 @@
+"""Choosing the policy, environment and model service implementations named in config."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from skilleval.checkpoints.files import load_policy_tensors
+from skilleval.env.types import Environment
+from skilleval.env.wire import HttpEnvironment
+from skilleval.errors import SkillevalError
+from skilleval.policy.openai_policy import OpenAIPolicy
+from skilleval.policy.sim import SimPolicy, weights_salt
+from skilleval.policy.types import Policy
+from skilleval.serving.service import Service
+from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
+
+
+def make_service(
+    policy: str, checkpoint_id: str, checkpoint_path: str, server: Mapping[str, Any]
+) -> Service:
+    if policy == "sim":
+        return Service("sim", checkpoint_id, checkpoint_path)
+    return Service("openai", checkpoint_id, checkpoint_path, server["base_url"], dict(server))
+
+
+def make_policy(
+    backend: str, protocol: Mapping[str, Any], service: Service, fault_rate: float = 0.0
+) -> Policy:
+    sampling = protocol["sampling"]
+    seed = protocol["runtime"]["seed"]
+    if backend == "sim":
+        tensors = load_policy_tensors(service.weights)
+        return SimPolicy(
+            tensors,
+            temperature=sampling["temperature"],
+            max_tokens=sampling["max_tokens"],
+            enable_thinking=sampling["enable_thinking"],
+            salt=weights_salt(tensors),
+            task_seed=seed,
+            fault_rate=fault_rate,
+        )
+    if backend == "openai":
+        server = protocol["model_server"]
+        return OpenAIPolicy(
+            server["base_url"],
+            service.served_model(),
+            sampling,
+            server["api_key_env"],
+            server["request_timeout_s"],
+            server["max_retries"],
+            seed=seed,
+        )
+    raise SkillevalError(f"backends.policy = {backend!r} is unknown")
+
+
+def make_environment(
+    backend: str, catalogue: str, split_file: str, split: str, settings: Mapping[str, Any]
+) -> Environment:
+    if backend == "shopsim":
+        with open(catalogue) as handle:
+            products = catalogue_from_json(json.load(handle))
+        with open(split_file) as handle:
+            tasks = [Task.from_json(t) for t in json.load(handle)[split]]
+        return ShopWorld(products, tasks)
+    if backend == "http":
+        return HttpEnvironment(settings["url"], settings["slots"])
+    raise SkillevalError(f"backends.environment = {backend!r} is unknown")

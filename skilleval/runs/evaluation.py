@@ -1,0 +1,190 @@
+"""One evaluation run: inputs resolved once -> server -> rollouts -> journal -> summary.
+
+An interrupted run resumes from its journal; a run whose inputs changed starts afresh
+while its old journal is archived. The declared outputs are written only at the coverage
+the protocol requires.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from skilleval.errors import CoverageError
+from skilleval.provenance.record import provenance
+from skilleval.runs.backends import make_environment, make_policy, make_service
+from skilleval.runs.inputs import RunInputs
+from skilleval.runs.journal import Journal
+from skilleval.runs.resolve import ResolvedRun, resolve
+from skilleval.runs.rollout import EpisodeResult, run_episode
+from skilleval.runs.runner import EpisodeFn, RetryPolicy, RunStats, run_episodes
+from skilleval.serving.gpu import allowed_devices, cards_for, gpu_lease
+from skilleval.storage import atomic
+
+log = logging.getLogger(__name__)
+
+
+def summarise(records: list[dict[str, Any]], n_expected: int) -> dict[str, Any]:
+    metrics = sorted(k for k in records[0] if k == "reward" or k.startswith("r_"))
+    summary: dict[str, Any] = {
+        "n_records": len(records),
+        "n_tasks": len({r["task_id"] for r in records}),
+        "coverage": len(records) / n_expected,
+    }
+    for metric in metrics:
+        summary[metric] = float(np.mean([r[metric] for r in records]))
+    summary["metrics"] = metrics
+    summary["tokens"] = {
+        "total": int(sum(r["tokens"] for r in records)),
+        "mean_per_task": float(np.mean([r["tokens"] for r in records])),
+        "completion_total": int(sum(r["completion_tokens"] for r in records)),
+    }
+    summary["steps_mean"] = float(np.mean([r["steps"] for r in records]))
+    summary["stop_reasons"] = dict(Counter(r["stop_reason"] for r in records))
+    summary["task_errors"] = sum(r["error"] is not None for r in records)
+    return summary
+
+
+def served(
+    kind: str, run: str, checkpoint_path: str, server: Mapping[str, Any]
+) -> contextlib.AbstractContextManager[None]:
+    """The model server for the run: launched on leased GPUs, or nothing to do."""
+    if kind not in ("process", "docker"):
+        return contextlib.nullcontext()
+    return _launched(kind, run, checkpoint_path, server)
+
+
+@contextlib.contextmanager
+def _launched(
+    kind: str, run: str, checkpoint_path: str, server: Mapping[str, Any]
+) -> Iterator[None]:
+    from skilleval.serving.launcher import launched_server
+
+    allowed, protected = allowed_devices()
+    port = urlparse(server["base_url"]).port or 30000
+    with gpu_lease(cards_for(kind, server), allowed, protected=protected) as lease:
+        log.info("run %s: GPUs %s leased for the model server", run, lease.visible_devices)
+        with launched_server(kind, checkpoint_path, server, lease.visible_devices, port):
+            yield
+
+
+def evaluate(
+    inputs: RunInputs,
+    results_path: str,
+    summary_path: str,
+    journal_root: str,
+    fault_rate: float = 0.0,
+    retry: RetryPolicy | None = None,
+) -> dict[str, Any]:
+    started = time.monotonic()
+    resolved = resolve(inputs)
+    server = inputs.protocol["model_server"]
+    kind = inputs.backends.get("model_server", "none")
+    with served(kind, inputs.run, inputs.checkpoint_path, server):
+        service = make_service(
+            inputs.backends["policy"], inputs.checkpoint_id, inputs.checkpoint_path, server
+        )
+        service_start = service.check()
+        policy = make_policy(
+            inputs.backends["policy"], inputs.protocol, service, fault_rate=fault_rate
+        )
+        environment = make_environment(
+            inputs.backends["environment"],
+            inputs.catalogue,
+            inputs.split_file,
+            inputs.split,
+            inputs.protocol["environment"],
+        )
+        max_steps = inputs.protocol["runtime"]["max_steps"]
+
+        def episode(task_id: str, repeat: int) -> EpisodeResult:
+            prompt = resolved.prompts[task_id]
+            return run_episode(policy, environment, task_id, prompt, max_steps, repeat)
+
+        records, stats, journal_path = _run_all(inputs, resolved, episode, journal_root, retry)
+        service_end = service.identity()
+    summary = {
+        "run": inputs.run,
+        "experiment": inputs.experiment,
+        **resolved.identity,
+        "fingerprint": resolved.fingerprint,
+        "protocol_values": {k: v for k, v in inputs.protocol.items() if k != "description"},
+        "chunk_hashes": resolved.chunk_hashes,
+        "repeats": inputs.protocol["runtime"]["repeats"],
+        **summarise(records, len(resolved.keys)),
+        "service": {
+            "start": service_start,
+            "end": service_end,
+            "unchanged": service_start == service_end,
+        },
+        "execution": _execution(stats, started, journal_path),
+        "provenance": provenance(),
+    }
+    atomic.write_jsonl(results_path, records)
+    atomic.write_json(summary_path, summary)
+    log.info(
+        "run %s done: reward %.4f, r_success %.4f, coverage %.3f",
+        inputs.run,
+        summary["reward"],
+        summary["r_success"],
+        summary["coverage"],
+    )
+    return summary
+
+
+def _run_all(
+    inputs: RunInputs,
+    resolved: ResolvedRun,
+    episode: EpisodeFn,
+    journal_root: str,
+    retry: RetryPolicy | None,
+) -> tuple[list[dict[str, Any]], RunStats, str]:
+    """Every episode not yet journaled; refuses to go on below the required coverage."""
+    runtime = inputs.protocol["runtime"]
+    log.info(
+        "run %s (%s): fingerprint %s, %d episodes, protocol %s",
+        inputs.run,
+        inputs.experiment,
+        resolved.fingerprint,
+        len(resolved.keys),
+        inputs.protocol_name,
+    )
+    with Journal(Path(journal_root), inputs.run, resolved.fingerprint, resolved.identity) as j:
+        stats = run_episodes(
+            resolved.keys,
+            episode,
+            j,
+            runtime["concurrency"],
+            runtime["episode_timeout_s"],
+            inputs.run,
+            retry,
+        )
+        records = [j.records[k] for k in sorted(resolved.keys) if k in j.records]
+        journal_path = str(j.path)
+    required = inputs.protocol["metrics"]["required_coverage"]
+    if len(records) / len(resolved.keys) < required:
+        raise CoverageError(
+            f"run {inputs.run!r}: coverage {len(records)}/{len(resolved.keys)} is below the "
+            f"required {required}; finished tasks are kept in {journal_path}. Re-run to resume."
+        )
+    return records, stats, journal_path
+
+
+def _execution(stats: RunStats, started: float, journal_path: str) -> dict[str, Any]:
+    return {
+        "reused_from_journal": stats.reused,
+        "ran": stats.done,
+        "infra_retries": stats.retried,
+        "infra_errors": stats.infra_errors,
+        "wall_s": round(time.monotonic() - started, 3),
+        "journal": journal_path,
+        "writers": 1,
+    }

@@ -1,0 +1,107 @@
+"""Resolving a run's inputs once: files read, hashed and turned into what the loop needs.
+
+The fingerprint covers everything the per-task results depend on; the journal is keyed
+by it. Nothing after this step reads the run's input files again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skilleval.checkpoints.files import checkpoint_fingerprint
+from skilleval.errors import SkillevalError
+from skilleval.policy.sim import SIM_POLICY_VERSION
+from skilleval.runs.inputs import RunInputs
+from skilleval.runs.journal import RecordKey
+from skilleval.runs.tasks import load_task_ids
+from skilleval.skills.bank import Skill, bank_hash, load_bank, system_prompt
+from skilleval.storage.hashing import canonical_hash, file_sha256
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    identity: dict[str, Any]
+    fingerprint: str
+    keys: list[RecordKey]
+    prompts: dict[str, str]
+    chunk_hashes: dict[str, str]
+
+
+def protocol_fingerprint(protocol_name: str, protocol: Mapping[str, Any]) -> str:
+    values = {k: v for k, v in protocol.items() if k != "description"}
+    return canonical_hash({"name": protocol_name, **values})
+
+
+def checked_checkpoint(inputs: RunInputs) -> str:
+    """The weights' fingerprint, refused when the registry pinned another one."""
+    fingerprint = checkpoint_fingerprint(inputs.checkpoint_path)
+    expected = inputs.checkpoint_expected_fingerprint
+    if expected is not None and expected != fingerprint:
+        raise SkillevalError(
+            f"checkpoint {inputs.checkpoint_id} at {inputs.checkpoint_path} has fingerprint "
+            f"{fingerprint}, but the registry expects {expected}: the weights changed. "
+            "Register the new weights under a new checkpoint_id (and experiment name)."
+        )
+    return fingerprint
+
+
+def identity(inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None) -> dict[str, Any]:
+    return {
+        "protocol": inputs.protocol_name,
+        "protocol_fingerprint": protocol_fingerprint(inputs.protocol_name, inputs.protocol),
+        "checkpoint_id": inputs.checkpoint_id,
+        "checkpoint_fingerprint": ck_fingerprint,
+        "bank": inputs.bank_name,
+        "bank_hash": skills_hash,
+        "split": inputs.split,
+        "split_hash": file_sha256(inputs.split_file),
+        "backends": dict(sorted(inputs.backends.items())),
+        # Journals of the sim policy are only valid for the behaviour they were made with.
+        "sim_policy_version": SIM_POLICY_VERSION if inputs.backends["policy"] == "sim" else None,
+    }
+
+
+def masked_prompts(
+    skills: Sequence[Skill], task_ids: Sequence[str], design_path: str, mask_run: str
+) -> dict[str, str]:
+    """System prompt per task with the task's mask of the bank applied (Gate A runs)."""
+    design = json.loads(Path(design_path).read_text())
+    chunk_ids = design["chunk_ids"]
+    if [s.chunk_id for s in skills] != chunk_ids:
+        raise SkillevalError(
+            f"{design_path}: mask design was made for chunks {chunk_ids}, but the bank "
+            f"holds {[s.chunk_id for s in skills]}; rebuild the design"
+        )
+    masks = design["runs"][mask_run]
+    missing = sorted(set(task_ids) - set(masks))
+    if missing:
+        raise SkillevalError(f"{design_path}: no mask for tasks {missing[:3]}")
+    return {
+        t: system_prompt([s for s, bit in zip(skills, masks[t], strict=True) if bit])
+        for t in task_ids
+    }
+
+
+def resolve(inputs: RunInputs) -> ResolvedRun:
+    skills = load_bank(inputs.bank_path, inputs.bank_chunks) if inputs.bank_path else []
+    skills_hash = bank_hash(skills) if inputs.bank_path else None
+    ident = identity(inputs, checked_checkpoint(inputs), skills_hash)
+    task_ids = load_task_ids(inputs.split_file, inputs.split)
+    if inputs.mask_path and inputs.mask_run:
+        prompts = masked_prompts(skills, task_ids, inputs.mask_path, inputs.mask_run)
+        ident["mask_hash"] = canonical_hash(prompts)
+    else:
+        prompts = dict.fromkeys(task_ids, system_prompt(skills))
+    repeats = inputs.protocol["runtime"]["repeats"]
+    return ResolvedRun(
+        identity=ident,
+        fingerprint=canonical_hash(ident)[:24],
+        keys=[(t, r) for t in task_ids for r in range(repeats)],
+        prompts=prompts,
+        # Hash of every injected chunk, so a stale report can name the chunk that changed.
+        chunk_hashes={s.chunk_id: bank_hash([s])[:16] for s in skills},
+    )

@@ -1,0 +1,86 @@
+"""The rollout loop shared by every policy and environment backend.
+
+Messages in, an assistant turn out, tool results back, until the environment says the
+episode is over, the model stops calling tools, or ``max_steps`` turns have been taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from skilleval.env.types import Environment
+from skilleval.policy.types import Message, Policy
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    task_id: str
+    repeat: int
+    rewards: dict[str, float]
+    steps: int
+    prompt_tokens: int
+    completion_tokens: int
+    stop_reason: str
+    error: str | None
+
+    def as_record(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "repeat": self.repeat,
+            **self.rewards,
+            "steps": self.steps,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens": self.prompt_tokens + self.completion_tokens,
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+        }
+
+
+def run_episode(
+    policy: Policy,
+    environment: Environment,
+    task_id: str,
+    system_prompt: str,
+    max_steps: int,
+    repeat: int = 0,
+) -> EpisodeResult:
+    episode = environment.start(task_id)
+    tools = environment.tools()
+    messages: list[Message] = [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": episode.instruction},
+    ]
+    prompt_tokens = completion_tokens = steps = 0
+    stop_reason, error = "max_steps", None
+    try:
+        while steps < max_steps:
+            turn = policy.complete(messages, tools)
+            steps += 1
+            prompt_tokens += turn.prompt_tokens
+            completion_tokens += turn.completion_tokens
+            messages.append(turn.as_message())
+            if not turn.tool_calls:
+                stop_reason = "length" if turn.finish_reason == "length" else "no_tool_call"
+                if turn.finish_reason == "length":
+                    error = "empty response: completion hit max_tokens"
+                break
+            done = False
+            for call in turn.tool_calls:
+                result = episode.step(call)
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": result.observation}
+                )
+                if result.done:
+                    done = True
+                    break
+            if done:
+                stop_reason = "done"
+                break
+        rewards = episode.rewards()
+    finally:
+        episode.close()
+    return EpisodeResult(
+        task_id, repeat, rewards, steps, prompt_tokens, completion_tokens, stop_reason, error
+    )

@@ -1,0 +1,1 @@
+"""Model servers: identity checks, the sglang launcher, GPU leases and the GPU probe."""

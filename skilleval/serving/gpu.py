@@ -1,0 +1,184 @@
+"""GPU leases: concrete device ids for jobs that Snakemake only counts.
+
+Snakemake's ``resources: gpu=N`` caps how many cards run at once but never says which
+(snakemake issue #281). A job leases N ids from the host's allowed set by taking one OS
+file lock per card; the kernel drops the locks when the process dies, even on SIGKILL,
+so a killed job never leaks a card. The allowed set comes from the profile (resource
+``gpu_devices``), never from config, and the protected card (GPU 0) is simply absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skilleval.errors import GpuLeaseError
+
+log = logging.getLogger(__name__)
+DEFAULT_LOCK_DIR = "/tmp/skilleval-gpu-locks"
+
+
+def parse_devices(spec: str | Sequence[int] | None) -> list[int]:
+    """'1,2,3' or '1-13' or [1, 2] -> sorted unique ids."""
+    if spec is None or spec == "":
+        return []
+    if not isinstance(spec, str):
+        return sorted({int(x) for x in spec})
+    ids: set[int] = set()
+    for part in spec.split(","):
+        part = part.strip()
+        if "-" in part:
+            low, high = part.split("-")
+            ids.update(range(int(low), int(high) + 1))
+        elif part:
+            ids.add(int(part))
+    return sorted(ids)
+
+
+@dataclass(frozen=True)
+class GpuLease:
+    devices: tuple[int, ...]
+    acquired_at: float
+    waited_s: float
+
+    @property
+    def visible_devices(self) -> str:
+        return ",".join(map(str, self.devices))
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "devices": list(self.devices),
+            "CUDA_VISIBLE_DEVICES": self.visible_devices,
+            "acquired_at": self.acquired_at,
+            "waited_s": round(self.waited_s, 3),
+        }
+
+
+def _try_lock(path: Path) -> int | None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps({"pid": os.getpid(), "since": time.time()}).encode())
+    return fd
+
+
+@contextlib.contextmanager
+def gpu_lease(
+    count: int,
+    allowed: Sequence[int],
+    lock_dir: str | Path = DEFAULT_LOCK_DIR,
+    timeout_s: float = 3600.0,
+    poll_s: float = 0.2,
+    protected: Sequence[int] = (0,),
+) -> Iterator[GpuLease]:
+    """Hold ``count`` cards from ``allowed`` (never a protected one) for the with-block."""
+    usable = [d for d in allowed if d not in set(protected)]
+    if count > len(usable):
+        raise GpuLeaseError(
+            f"job asks for {count} GPU(s) but the host allows {len(usable)} "
+            f"({usable}; protected {list(protected)}); lower the job's gpu resource"
+        )
+    if count <= 0:
+        yield GpuLease((), time.time(), 0.0)
+        return
+    directory = Path(lock_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    held: dict[int, int] = {}
+    try:
+        while True:
+            for device in usable:
+                if len(held) == count:
+                    break
+                if device not in held:
+                    fd = _try_lock(directory / f"gpu-{device}.lock")
+                    if fd is not None:
+                        held[device] = fd
+            if len(held) == count:
+                break
+            if time.monotonic() - start > timeout_s:
+                raise GpuLeaseError(
+                    f"no {count} free GPU(s) among {usable} after {timeout_s:.0f}s "
+                    f"(holding {sorted(held)}); locks in {directory}"
+                )
+            time.sleep(poll_s)
+        lease = GpuLease(tuple(sorted(held)), time.time(), time.monotonic() - start)
+        log.info("GPU lease: devices %s after %.2fs", lease.visible_devices, lease.waited_s)
+        yield lease
+    finally:
+        for fd in held.values():
+            os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextlib.contextmanager
+def visible_devices(lease: GpuLease) -> Iterator[None]:
+    """Export CUDA_VISIBLE_DEVICES for the with-block (and for child processes)."""
+    previous = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = lease.visible_devices
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = previous
+
+
+def allowed_devices() -> tuple[list[int], list[int]]:
+    """(allowed, protected) for this job.
+
+    On a GPU host the profile's gpu_devices resource (exported as SKILLEVAL_GPU_DEVICES)
+    lists the cards jobs may use and GPU 0 stays protected. Under a scheduler (SLURM)
+    that already assigned cards through CUDA_VISIBLE_DEVICES, those cards are the set.
+    """
+    host = os.environ.get("SKILLEVAL_GPU_DEVICES", "")
+    if host:
+        return parse_devices(host), [0]
+    assigned = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return parse_devices(assigned), []
+
+
+def export_allowed(gpu_devices: object) -> None:
+    """Make the profile's gpu_devices resource visible to the job's package code."""
+    if gpu_devices not in (None, ""):
+        os.environ["SKILLEVAL_GPU_DEVICES"] = str(gpu_devices)
+
+
+def check_requests(requests: dict[str, int], host_total: int | None, source: str) -> None:
+    """Parse-time check: no rule may ask for more cards than the host allows."""
+    if host_total is None:
+        return
+    for rule, count in requests.items():
+        if count > host_total:
+            raise GpuLeaseError(
+                f"{source}: {rule} asks for gpu={count} but the profile allows gpu={host_total} "
+                f"(14 cards, GPU 0 protected -> 13); lower it or use a larger host"
+            )
+
+
+def cards_for(model_server: str, server: Mapping[str, Any]) -> int:
+    """Cards a run's job leases: sglang's tp x dp when the job launches the server itself."""
+    if model_server not in ("process", "docker"):
+        return 0
+    return int(server["tp"] or 1) * int(server["dp_size"] or 1)
+
+
+def gpu_requests(config: Mapping[str, Any]) -> dict[str, int]:
+    """Cards asked for by the runs of each protocol, for the parse-time host check."""
+    kind = config["backends"]["model_server"]
+    return {
+        f"runs of protocol {name}": cards_for(kind, protocol["model_server"])
+        for name, protocol in config["protocols"].items()
+    }

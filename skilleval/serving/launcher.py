@@ -1,0 +1,126 @@
+"""Launching sglang on a job's leased GPUs, as a process or a docker container.
+
+Choice: the run's own job starts the server and stops it, rather than a Snakemake
+``service()`` job shared by several consumers. A service job's consumers start before
+it is healthy and group resources add up, whereas here the health check gates the run,
+the server can never change during the run or its resume, and it dies with the job.
+The cost is one server start per run; to share one server across runs, start it once
+and use model_server: external.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from skilleval.errors import ServiceError
+from skilleval.serving.service import server_root
+
+log = logging.getLogger(__name__)
+
+
+def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list[str]:
+    return [
+        "--model-path",
+        str(Path(weights).parent),
+        "--tp",
+        str(server["tp"]),
+        "--dp-size",
+        str(server["dp_size"]),
+        "--tool-call-parser",
+        server["tool_call_parser"],
+        "--reasoning-parser",
+        server["reasoning_parser"],
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+
+
+def wait_healthy(base_url: str, timeout_s: float, alive: Any) -> None:
+    root = server_root(base_url)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not alive():
+            raise ServiceError(f"model server for {root} exited during start-up; see the job log")
+        try:
+            if httpx.get(root + "/health", timeout=5, trust_env=False).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(1.0)
+    raise ServiceError(f"model server {root} not healthy after {timeout_s:.0f}s")
+
+
+@contextlib.contextmanager
+def launched_server(
+    kind: str, weights: str, server: Mapping[str, Any], gpus: str, port: int
+) -> Iterator[None]:
+    """Start sglang on the leased GPUs, wait for health, stop it and its children after."""
+    launch = server["launch"]
+    base_url = f"http://127.0.0.1:{port}/v1"
+    arguments = sglang_arguments(weights, server, port)
+    if kind == "process":
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus}
+        process = subprocess.Popen(
+            [*launch["command"], *arguments], env=env, start_new_session=True
+        )
+        log.info("model server pid %d on GPUs %s: %s", process.pid, gpus, arguments)
+        try:
+            wait_healthy(base_url, launch["startup_timeout_s"], lambda: process.poll() is None)
+            yield
+        finally:
+            stop_process_group(process)
+    elif kind == "docker":
+        import docker  # lazy: only GPU hosts that serve through docker need the SDK
+
+        client = docker.from_env()
+        weights_dir = str(Path(weights).resolve().parent)
+        container = client.containers.run(
+            launch["image"],
+            ["python3", "-m", "sglang.launch_server", *arguments],
+            detach=True,
+            network_mode="host",
+            ipc_mode="host",
+            volumes={weights_dir: {"bind": weights_dir, "mode": "ro"}},
+            device_requests=[
+                docker.types.DeviceRequest(device_ids=gpus.split(","), capabilities=[["gpu"]])
+            ],
+        )
+        log.info("model server container %s on GPUs %s", container.short_id, gpus)
+        try:
+            wait_healthy(
+                base_url,
+                launch["startup_timeout_s"],
+                lambda: container.reload() or container.status != "exited",
+            )
+            yield
+        finally:
+            container.stop(timeout=30)
+            container.remove(force=True)
+    else:
+        raise ServiceError(f"cannot launch a model server of kind {kind!r}")
+
+
+def stop_process_group(process: subprocess.Popen[Any], grace_s: float = 30.0) -> None:
+    """SIGTERM the server's whole process group, SIGKILL what is left after a grace period."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -1,0 +1,102 @@
+"""Skill banks: reading markdown chunk files or selected_skillbank.json, hashing, injecting.
+
+A markdown bank is a sequence of ``## chunk <id>`` sections. A chunk may carry
+machine-readable hints as HTML comments (``<!-- skilleval:hint {...} -->``): invisible to
+a real model's reading of the markdown, read by the sim policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skilleval.errors import BankError
+
+CHUNK_HEADER = re.compile(r"^## chunk (?P<id>\S+)\s*$", re.MULTILINE)
+HINT = re.compile(r"<!-- skilleval:hint (?P<json>\{.*?\}) -->")
+SYSTEM_PROMPT = (
+    "You are a careful shopping assistant. Use the tools to find and buy exactly one product "
+    "that satisfies the request."
+)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One chunk of a skill bank."""
+
+    chunk_id: str
+    text: str
+    hints: tuple[dict[str, Any], ...] = field(default=())
+
+
+def parse_hints(text: str) -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(match.group("json")) for match in HINT.finditer(text))
+
+
+def parse_markdown_bank(text: str, source: str) -> list[Skill]:
+    headers = list(CHUNK_HEADER.finditer(text))
+    if not headers:
+        raise BankError(f"{source}: no '## chunk <id>' sections found")
+    skills = []
+    for header, following in zip(headers, [*headers[1:], None], strict=True):
+        end = following.start() if following else len(text)
+        body = text[header.end() : end].strip()
+        skills.append(Skill(chunk_id=header.group("id"), text=body, hints=parse_hints(body)))
+    return skills
+
+
+def parse_json_bank(data: Any, source: str) -> list[Skill]:
+    items = data.get("skills", data.get("chunks")) if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise BankError(f"{source}: expected a list of chunks or a 'skills'/'chunks' list")
+    skills = []
+    for i, item in enumerate(items):
+        text = item.get("content", item.get("text")) if isinstance(item, dict) else None
+        if not isinstance(text, str):
+            raise BankError(f"{source}: chunk {i} has no 'content' or 'text' string")
+        chunk_id = str(item.get("id", item.get("chunk_id", f"{i:02d}")))
+        skills.append(Skill(chunk_id=chunk_id, text=text, hints=parse_hints(text)))
+    return skills
+
+
+def load_bank(path: str | Path, expected_chunks: int | None = None) -> list[Skill]:
+    path = Path(path)
+    if path.suffix == ".json":
+        skills = parse_json_bank(json.loads(path.read_text()), str(path))
+    else:
+        skills = parse_markdown_bank(path.read_text(), str(path))
+    ids = [s.chunk_id for s in skills]
+    if len(set(ids)) != len(ids):
+        raise BankError(
+            f"{path}: duplicate chunk ids {sorted({i for i in ids if ids.count(i) > 1})}"
+        )
+    if expected_chunks is not None and len(skills) != expected_chunks:
+        raise BankError(
+            f"{path}: holds {len(skills)} chunks but the registry declares {expected_chunks}; "
+            "fix the bank file or the 'chunks' entry of the bank in config"
+        )
+    return skills
+
+
+def render_markdown_bank(title: str, skills: Sequence[Skill]) -> str:
+    sections = [f"# {title}\n"]
+    for skill in skills:
+        sections.append(f"## chunk {skill.chunk_id}\n\n{skill.text}\n")
+    return "\n".join(sections)
+
+
+def bank_hash(skills: Sequence[Skill]) -> str:
+    canonical = json.dumps([[s.chunk_id, s.text] for s in skills], separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def system_prompt(skills: Sequence[Skill]) -> str:
+    if not skills:
+        return SYSTEM_PROMPT
+    body = "\n\n".join(f"### Skill {s.chunk_id}\n{s.text}" for s in skills)
+    return f"{SYSTEM_PROMPT}\n\n# Skills\n\n{body}"

@@ -1,1 +1,0 @@
-"""Statistics: task-aligned paired bootstrap and Gate A regressions."""

@@ -1,0 +1,1 @@
+"""How artifacts are stored: atomic writes, the YAML loader, content hashes."""
