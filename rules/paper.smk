@@ -75,7 +75,10 @@ rule paper_ranking_table:
     conda:
         "../envs/skilleval.yaml"
     params:
-        arms=[arm.as_json() | {"run": arm.run, "label": arm.label} for arm in PLAN.paper_arms],
+        arms=[
+            arm.as_json() | {"run": arm.run, "label": arm.label}
+            for arm in PLAN.paper_arms
+        ],
         vs_free=PLAN.ranking_vs_free(),
         pairwise=PLAN.ranking_pairwise(),
     script:
@@ -113,7 +116,8 @@ rule paper:
         rules.paper_beta_plot.output,
         expand(
             paths.TABLE,
-            table=[f"ablation_{bench}" for bench in MATRIX["benchmarks"]] + ["harness"],
+            table=[f"ablation_{bench}" for bench in MATRIX["benchmarks"]]
+            + ["harness"],
             ext=paths.TABLE_FORMATS,
         ),
         expand(paths.figure("ablation_{group}", "png"), group=ABLATION_GROUPS),
