@@ -40,7 +40,10 @@ def main(replicates: int) -> None:
     write_checkpoint(SEED, "base", root / "base.safetensors")
     write_bank(SEED, "S0", root / "S0.md")
     tasks = [Task.from_json(t) for t in json.loads((root / "splits.json").read_text())["test"]]
-    world = ShopWorld(catalogue_from_json(json.loads((root / "catalogue.json").read_text())), tasks)
+    world = ShopWorld(
+        catalogue_from_json(json.loads((root / "catalogue.json").read_text()), "catalogue.json"),
+        tasks,
+    )
     tensors = load_file(str(root / "base.safetensors"))
     bank = load_bank(root / "S0.md")
     truth = ground_truth(

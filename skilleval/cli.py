@@ -98,10 +98,11 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
             started = time.time()
             code = subprocess.call(command)
         if args.record:
-            from skilleval.storage import atomic
+            from skilleval.storage.records import write_record
 
-            atomic.write_json(
+            write_record(
                 args.record,
+                "gpu_lease",
                 {**record, "started": started, "ended": time.time(), "returncode": code},
             )
     return code

@@ -52,3 +52,7 @@ class ServiceError(SkillevalError):
 
 class GpuLeaseError(SkillevalError):
     """No lease could be granted (asked for too many cards, or none came free in time)."""
+
+
+class RecordVersionError(SkillevalError):
+    """A result file was written in a format this version of skilleval does not read."""

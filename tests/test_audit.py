@@ -11,7 +11,7 @@ from skilleval.analysis.contrast import RunRecords, validity_checks
 from skilleval.analysis.verdict import verdict_of
 from skilleval.checkpoints.audit import audit_checkpoint, weight_diff
 from skilleval.runs.evaluation import evaluate
-from skilleval.storage.atomic import write_json
+from skilleval.storage.records import write_record
 from tests.conftest import run_inputs
 
 
@@ -57,17 +57,19 @@ def test_runs_on_a_checkpoint_that_lost_a_shard_are_invalid(
             str(tmp_path / run / "summary.json"),
             str(tmp_path / "journal"),
         )
-    write_json(tmp_path / "audit-ok.json", audit_checkpoint("ck", str(index)))
+    write_record(tmp_path / "audit-ok.json", "checkpoint_audit", audit_checkpoint("ck", str(index)))
     control, treatment = (
         RunRecords.load(tmp_path / "base-free"),
         RunRecords.load(tmp_path / "base-S0"),
     )
     good = validity_checks(control, treatment, [str(tmp_path / "audit-ok.json")] * 2)
-    assert all(c["passed"] for c in good)
+    assert all(c.passed for c in good)
     (tmp_path / "ck" / "model-00004-of-00004.safetensors").unlink()
-    write_json(tmp_path / "audit-bad.json", audit_checkpoint("ck", str(index)))
+    write_record(
+        tmp_path / "audit-bad.json", "checkpoint_audit", audit_checkpoint("ck", str(index))
+    )
     checks = validity_checks(control, treatment, [str(tmp_path / "audit-bad.json")] * 2)
-    failed = {c["name"]: c["detail"] for c in checks if not c["passed"]}
+    failed = {c.name: c.detail for c in checks if not c.passed}
     assert set(failed) == {"checkpoint_audit_control", "checkpoint_audit_treatment"}
     assert "model-00004-of-00004.safetensors" in failed["checkpoint_audit_control"]
     verdict = verdict_of(
@@ -75,7 +77,7 @@ def test_runs_on_a_checkpoint_that_lost_a_shard_are_invalid(
             "name": "x",
             "description": "",
             "causal": True,
-            "checks": checks,
+            "checks": [c.as_json() for c in checks],
             "estimate": 0.1,
             "ci_low": 0.05,
             "ci_high": 0.2,

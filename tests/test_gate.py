@@ -9,6 +9,7 @@ import pytest
 
 from skilleval.analysis.gate import build_design, fit_gate
 from skilleval.analysis.ranking import select_chunks
+from skilleval.storage.records import versioned
 
 
 def test_gate_recovers_known_effects_without_intercept() -> None:
@@ -85,7 +86,12 @@ def test_frozen_bank_records_the_beta_it_came_from(tmp_path: Path, small_world: 
     ids = [s.chunk_id for s in load_bank(bank)]
     beta_path = tmp_path / "beta.json"
     beta_path.write_text(
-        json.dumps({"chunks": [{"chunk_id": c, "beta": i / 100} for i, c in enumerate(ids)]})
+        json.dumps(
+            versioned(
+                "gate_beta",
+                {"chunks": [{"chunk_id": c, "beta": i / 100} for i, c in enumerate(ids)]},
+            )
+        )
     )
     frozen = freeze_bank(str(beta_path), str(bank), "top", 4, None, str(tmp_path / "top.json"))
     assert frozen["chunk_ids"] == ids[::-1][:4]

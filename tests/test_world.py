@@ -16,7 +16,9 @@ from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 def load_world(root: Path) -> tuple[ShopWorld, list[Task]]:
     splits = json.loads((root / "persona_splits.v1.json").read_text())
     tasks = [Task.from_json(t) for t in splits["test"]]
-    catalogue = catalogue_from_json(json.loads((root / "catalogue.json").read_text()))
+    catalogue = catalogue_from_json(
+        json.loads((root / "catalogue.json").read_text()), "catalogue.json"
+    )
     return ShopWorld(catalogue, tasks), tasks
 
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
 from skilleval.ablation.trainer import batch_sizes
-from skilleval.storage import atomic
+from skilleval.storage.records import read_record, write_record
 
 
 def audit_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dict[str, Any]:
     out_root = Path(summary_path).parent
-    summary = json.loads(Path(summary_path).read_text())
+    summary = read_record(summary_path, "ablation_summary")
     config = json.loads((out_root / "config.json").read_text())
     log = (out_root / "train.log").read_text() if (out_root / "train.log").exists() else ""
     rules = matrix["invalid_rules"]
@@ -127,4 +127,4 @@ def audit_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
 
 
 def write_audit(run: PlannedRun, matrix: dict[str, Any], summary_path: str, output: str) -> None:
-    atomic.write_json(output, audit_run(run, matrix, summary_path))
+    write_record(output, "ablation_audit", audit_run(run, matrix, summary_path))

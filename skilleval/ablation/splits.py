@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from skilleval.storage import atomic
+from skilleval.storage.records import write_record
 
 RATIOS = ("1shot", "1-1-8", "2-1-7", "4-1-5")
 
@@ -54,5 +54,5 @@ def write_split(bench: str, pool: int, ratio: str, output: str) -> dict[str, Any
         "sizes": {k: len(v) for k, v in split.items()},
         **split,
     }
-    atomic.write_json(output, result)
+    write_record(output, "ablation_split", result)
     return result

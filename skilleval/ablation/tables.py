@@ -6,9 +6,7 @@ stay in the tables with a dagger and their reasons.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -17,17 +15,13 @@ from skilleval.ablation.plan import PlannedRun, default_run_id, load_matrix, pla
 from skilleval.report.figures import save_figure
 from skilleval.report.latex import environment, latex_escape
 from skilleval.report.writer import Section, write_table_set
+from skilleval.storage.records import read_record
 
 METRICS = ("best_selection_score", "base_score", "best_test_score", "delta", "tokens")
 
 
-def load(path: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(Path(path).read_text())
-    return data
-
-
 def result_row(run_id: str, summary: str, audit: str) -> dict[str, Any]:
-    s, a = load(summary), load(audit)
+    s, a = read_record(summary, "ablation_summary"), read_record(audit, "ablation_audit")
     return {
         "run_id": run_id,
         **{m: s[m] for m in METRICS},

@@ -26,6 +26,7 @@ from skilleval.errors import RunLockedError, SkillevalError
 from skilleval.provenance.record import provenance
 from skilleval.storage import atomic
 from skilleval.storage.hashing import canonical_hash
+from skilleval.storage.records import write_record
 
 BASE_SCORE = {
     "searchqa": 0.80,
@@ -257,7 +258,7 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
             "finished_at": dt.datetime.now(dt.UTC).isoformat(),
             "provenance": provenance(),
         }
-        atomic.write_json(summary_path, summary)
+        write_record(summary_path, "ablation_summary", summary)
         return summary
     finally:
         lock.release()

@@ -7,7 +7,6 @@ with the failure, and its verdict is ``invalid`` with the reason.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import numpy as np
 from skilleval.analysis.bootstrap import Method, align, paired_bootstrap, per_task_means
 from skilleval.errors import ComparisonError
 from skilleval.provenance.record import provenance
-from skilleval.storage import atomic
+from skilleval.storage.records import Check, failed, read_record, read_records, write_record
 
 
 @dataclass(frozen=True)
@@ -37,69 +36,78 @@ class RunRecords:
                     f"{path} does not exist: the run is missing or unfinished "
                     f"(build it with: snakemake {path})"
                 )
-        summary = json.loads(summary_path.read_text())
-        with open(results_path) as handle:
-            records = [json.loads(line) for line in handle if line.strip()]
+        summary = read_record(summary_path, "run_summary")
+        records = read_records(results_path, "task_record")
         return cls(summary.get("run", directory.name), directory, summary, records)
 
 
-def validity_checks(
-    control: RunRecords, treatment: RunRecords, audits: list[str] | None = None
-) -> list[dict[str, Any]]:
-    """Named pass/fail checks; ``audits`` are the checkpoint audits of (control, treatment)."""
-    checks = []
-
-    def check(name: str, passed: bool, detail: str) -> None:
-        checks.append({"name": name, "passed": bool(passed), "detail": detail})
-
-    for role, run in (("control", control), ("treatment", treatment)):
-        coverage = float(run.summary.get("coverage", 0.0))
-        expected = run.summary.get("n_records", -1)
-        check(
+def run_checks(role: str, run: RunRecords) -> list[Check]:
+    """Checks of one arm: coverage, an unchanged service, one writer."""
+    coverage = float(run.summary.get("coverage", 0.0))
+    expected = run.summary.get("n_records", -1)
+    service = run.summary.get("service", {})
+    writers = run.summary.get("execution", {}).get("writers")
+    checks = [
+        Check(
             f"coverage_{role}",
             coverage >= 1.0 and len(run.records) == expected,
             f"{run.name}: coverage {coverage:.4f}, {len(run.records)} records of {expected}",
-        )
-        service = run.summary.get("service", {})
-        check(
+        ),
+        Check(
             f"service_unchanged_{role}",
             bool(service.get("unchanged")),
             f"{run.name}: service identity at start and end "
             + ("match" if service.get("unchanged") else f"differ: {service}"),
-        )
-        writers = run.summary.get("execution", {}).get("writers")
-        check(f"single_writer_{role}", writers == 1, f"{run.name}: {writers} writer(s)")
+        ),
+        Check(f"single_writer_{role}", writers == 1, f"{run.name}: {writers} writer(s)"),
+    ]
+    return checks
+
+
+def checkpoint_check(role: str, run: RunRecords, audit_path: str) -> Check:
+    audit = read_record(audit_path, "checkpoint_audit")
+    recorded = run.summary.get("checkpoint_fingerprint")
+    ok = audit["passed"] and audit["fingerprint"] == recorded
+    detail = f"{audit['checkpoint_id']}: " + (
+        "audit passed, fingerprint matches the run"
+        if ok
+        else "; ".join(c["detail"] for c in audit["checks"] if not c["passed"])
+        or f"fingerprint {audit['fingerprint']} != run's {recorded}"
+    )
+    return Check(f"checkpoint_audit_{role}", ok, detail)
+
+
+def validity_checks(
+    control: RunRecords, treatment: RunRecords, audits: list[str] | None = None
+) -> list[Check]:
+    """Named pass/fail checks; ``audits`` are the checkpoint audits of (control, treatment)."""
+    control_audit, treatment_audit = audits or (None, None)
+    checks = run_checks("control", control) + run_checks("treatment", treatment)
     same_protocol = control.summary.get("protocol_fingerprint") == treatment.summary.get(
         "protocol_fingerprint"
     )
-    check(
-        "same_protocol",
-        same_protocol,
-        f"{control.name}: {control.summary.get('protocol')}, "
-        f"{treatment.name}: {treatment.summary.get('protocol')}",
-    )
-    audit_paths: list[str | None] = list(audits) if audits else [None, None]
-    for role, run, audit_path in zip(
-        ("control", "treatment"), (control, treatment), audit_paths, strict=True
-    ):
-        if audit_path is None:
-            continue
-        audit = json.loads(Path(audit_path).read_text())
-        recorded = run.summary.get("checkpoint_fingerprint")
-        ok = audit["passed"] and audit["fingerprint"] == recorded
-        detail = f"{audit['checkpoint_id']}: " + (
-            "audit passed, fingerprint matches the run"
-            if ok
-            else "; ".join(c["detail"] for c in audit["checks"] if not c["passed"])
-            or f"fingerprint {audit['fingerprint']} != run's {recorded}"
+    checks.append(
+        Check(
+            "same_protocol",
+            same_protocol,
+            f"{control.name}: {control.summary.get('protocol')}, "
+            f"{treatment.name}: {treatment.summary.get('protocol')}",
         )
-        check(f"checkpoint_audit_{role}", ok, detail)
+    )
+    for role, run, audit_path in (
+        ("control", control, control_audit),
+        ("treatment", treatment, treatment_audit),
+    ):
+        if audit_path is not None:
+            checks.append(checkpoint_check(role, run, audit_path))
     tasks_c = {r["task_id"] for r in control.records}
     tasks_t = {r["task_id"] for r in treatment.records}
-    check(
-        "same_tasks",
-        tasks_c == tasks_t,
-        f"{len(tasks_c)} vs {len(tasks_t)} tasks, {len(tasks_c ^ tasks_t)} not shared",
+    checks.append(
+        Check(
+            "same_tasks",
+            tasks_c == tasks_t,
+            f"{len(tasks_c)} vs {len(tasks_t)} tasks, {len(tasks_c ^ tasks_t)} not shared",
+        )
     )
     return checks
 
@@ -113,16 +121,15 @@ def compare(
     confidence: float = 0.95,
     seed: int = 0,
     method: Method = "percentile",
-    checks: list[dict[str, Any]] | None = None,
+    checks: list[Check] | None = None,
 ) -> dict[str, Any]:
     """The contrast treatment - control; raises ComparisonError when it is not valid.
 
     ``checks`` are the validity checks when the caller already ran them (with audits).
     """
     checks = validity_checks(control, treatment) if checks is None else checks
-    failed = [c for c in checks if not c["passed"]]
-    if failed:
-        reasons = "; ".join(f"{c['name']}: {c['detail']}" for c in failed)
+    if failed(checks):
+        reasons = "; ".join(f"{c.name}: {c.detail}" for c in failed(checks))
         raise ComparisonError(f"cannot compare {treatment.name} with {control.name}: {reasons}")
     pairs = align(
         per_task_means(control.records, metric, control.name),
@@ -141,7 +148,7 @@ def compare(
         "metric": metric,
         "control": control.name,
         "treatment": treatment.name,
-        "checks": checks,
+        "checks": [c.as_json() for c in checks],
         "control_fingerprint": control.summary.get("fingerprint"),
         "treatment_fingerprint": treatment.summary.get("fingerprint"),
         "protocol_fingerprint": control.summary.get("protocol_fingerprint"),
@@ -169,7 +176,7 @@ def build_contrast(
         "name": name,
         "description": spec["description"],
         "causal": spec["causal"],
-        "checks": checks,
+        "checks": [c.as_json() for c in checks],
     }
     try:
         contrast.update(
@@ -197,5 +204,5 @@ def build_contrast(
             }
         )
     contrast["provenance"] = provenance()
-    atomic.write_json(output, contrast)
+    write_record(output, "contrast", contrast)
     return contrast

@@ -11,7 +11,6 @@ OLS ones; the result keeps the design and residuals' summary for diagnostics.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,8 +27,8 @@ from skilleval.errors import ComparisonError
 from skilleval.provenance.record import provenance
 from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import bank_hash, load_bank
-from skilleval.storage import atomic
 from skilleval.storage.hashing import file_sha256
+from skilleval.storage.records import read_record, write_record
 
 
 @dataclass(frozen=True)
@@ -144,7 +143,7 @@ def write_design(
 ) -> None:
     chunk_ids = [s.chunk_id for s in load_bank(bank_path)]
     task_ids = load_task_ids(split_file, split)
-    atomic.write_json(output, build_design(chunk_ids, task_ids, runs, probability, seed))
+    write_record(output, "gate_design", build_design(chunk_ids, task_ids, runs, probability, seed))
 
 
 def gate_observations(
@@ -181,7 +180,7 @@ def build_beta(
     output: str,
     archive_dir: str,
 ) -> dict[str, Any]:
-    design = json.loads(Path(design_path).read_text())
+    design = read_record(design_path, "gate_design")
     bare = RunRecords.load(bare_dir)
     masked = {name: RunRecords.load(d) for name, d in masked_dirs.items()}
     masks, deltas = gate_observations(bare, masked, design)
@@ -196,7 +195,7 @@ def build_beta(
         "bank_hash": bank_hash(load_bank(bank_path)),
     }
     result["provenance"] = provenance()
-    atomic.write_json(output, result)
+    write_record(output, "gate_beta", result)
     history = Path(archive_dir) / file_sha256(output)[:16]
     history.mkdir(parents=True, exist_ok=True)
     shutil.copy(output, history / Path(output).name)

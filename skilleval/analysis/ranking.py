@@ -5,9 +5,7 @@ Banks follow from the signed beta by a declared rule, fixed before any result is
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,8 +16,8 @@ from skilleval.analysis.gate import gate_observations
 from skilleval.errors import SkillevalError
 from skilleval.provenance.record import provenance
 from skilleval.skills.bank import bank_hash, load_bank
-from skilleval.storage import atomic
 from skilleval.storage.hashing import file_sha256
+from skilleval.storage.records import read_record, write_record
 
 
 def select_chunks(beta: Mapping[str, Any], rule: str, k: int, seed: int | None) -> list[str]:
@@ -40,7 +38,7 @@ def select_chunks(beta: Mapping[str, Any], rule: str, k: int, seed: int | None) 
 def freeze_bank(
     beta_path: str, bank_path: str, rule: str, k: int, seed: int | None, output: str
 ) -> dict[str, Any]:
-    beta = json.loads(Path(beta_path).read_text())
+    beta = read_record(beta_path, "gate_beta")
     skills = {s.chunk_id: s for s in load_bank(bank_path)}
     chunk_ids = select_chunks(beta, rule, k, seed)
     frozen = {
@@ -59,7 +57,7 @@ def freeze_bank(
         "source_bank": bank_path,
         "source_bank_hash": bank_hash(list(skills.values())),
     }
-    atomic.write_json(output, frozen)
+    write_record(output, "frozen_bank", frozen)
     return frozen
 
 
@@ -67,8 +65,8 @@ def truth_check(
     beta_path: str, truth_path: str, checkpoint: str, bank: str, split: str, output: str
 ) -> dict[str, Any]:
     """Default world only: do the betas recover the known chunk effects?"""
-    beta = json.loads(Path(beta_path).read_text())
-    truth = json.loads(Path(truth_path).read_text())["splits"][split][checkpoint]["chunks"][bank]
+    beta = read_record(beta_path, "gate_beta")
+    truth = read_record(truth_path, "ground_truth")["splits"][split][checkpoint]["chunks"][bank]
     rows = []
     for chunk in beta["chunks"]:
         true = truth[chunk["chunk_id"]]
@@ -91,7 +89,7 @@ def truth_check(
         "chunks": rows,
         "note": "decisive: |true effect| > 2 x the beta's standard error",
     }
-    atomic.write_json(output, result)
+    write_record(output, "truth_check", result)
     return result
 
 
@@ -105,8 +103,8 @@ def experiment_b(
     output: str,
 ) -> dict[str, Any]:
     """Spearman of predicted C^T beta against measured delta on fresh masks, with a CI."""
-    beta = json.loads(Path(beta_path).read_text())
-    design = json.loads(Path(design_path).read_text())
+    beta = read_record(beta_path, "gate_beta")
+    design = read_record(design_path, "gate_design")
     coefficients = {c["chunk_id"]: c["beta"] for c in beta["chunks"]}
     vector = np.array([coefficients[c] for c in design["chunk_ids"]])
     masked = {n: RunRecords.load(d) for n, d in masked_dirs.items()}
@@ -137,5 +135,5 @@ def experiment_b(
         "beta_sha256": file_sha256(beta_path),
         "provenance": provenance(),
     }
-    atomic.write_json(output, result)
+    write_record(output, "experiment_b", result)
     return result

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from skilleval.storage import atomic
+from skilleval.storage.records import read_record, write_record
 
 
 def verdict_of(contrast: dict[str, Any]) -> dict[str, Any]:
@@ -43,6 +41,6 @@ def verdict_of(contrast: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_verdict(contrast_path: str, output: str) -> dict[str, Any]:
-    verdict = verdict_of(json.loads(Path(contrast_path).read_text()))
-    atomic.write_json(output, verdict)
+    verdict = verdict_of(read_record(contrast_path, "contrast"))
+    write_record(output, "verdict", verdict)
     return verdict

@@ -20,7 +20,7 @@ from safetensors import safe_open
 from skilleval.checkpoints.files import checkpoint_fingerprint, file_fingerprint
 from skilleval.provenance.record import provenance
 from skilleval.report.figures import save_figure
-from skilleval.storage import atomic
+from skilleval.storage.records import write_record
 
 
 def shard_names(weights: Path) -> list[str]:
@@ -93,9 +93,8 @@ def audit_checkpoint(checkpoint_id: str, weights: str, full_hash: bool = False) 
 
 
 def write_audit(checkpoint_id: str, weights: str, output: str, full_hash: bool = False) -> None:
-    atomic.write_json(
-        output, {**audit_checkpoint(checkpoint_id, weights, full_hash), "provenance": provenance()}
-    )
+    audit = audit_checkpoint(checkpoint_id, weights, full_hash)
+    write_record(output, "checkpoint_audit", {**audit, "provenance": provenance()})
 
 
 def _tensor_index(weights: Path) -> dict[str, Path]:
@@ -176,5 +175,5 @@ def weight_change_figure(diff: dict[str, Any], out_pdf: str, out_png: str) -> No
 
 def build_weight_diff(base: str, final: str, output: str, out_pdf: str, out_png: str) -> None:
     diff = weight_diff(base, final)
-    atomic.write_json(output, {**diff, "provenance": provenance()})
+    write_record(output, "weight_diff", {**diff, "provenance": provenance()})
     weight_change_figure(diff, out_pdf, out_png)

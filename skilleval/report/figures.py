@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from skilleval.storage.records import read_record
 
 
 def save_figure(fig: Any, out_pdf: str, out_png: str) -> None:
@@ -17,18 +18,13 @@ def save_figure(fig: Any, out_pdf: str, out_png: str) -> None:
     plt.close(fig)
 
 
-def load_json(path: str | Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(Path(path).read_text())
-    return data
-
-
 def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [load_json(p) for p in verdicts.values()]
+    rows = [read_record(p, "verdict") for p in verdicts.values()]
     colours = {
         "improves": "tab:green",
         "regresses": "tab:red",
@@ -70,9 +66,12 @@ def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_pn
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    beta = load_json(beta_path)
+    beta = read_record(beta_path, "gate_beta")
     truth = (
-        {c["chunk_id"]: c["true_effect"] for c in load_json(truth_check_path)["chunks"]}
+        {
+            c["chunk_id"]: c["true_effect"]
+            for c in read_record(truth_check_path, "truth_check")["chunks"]
+        }
         if truth_check_path
         else {}
     )

@@ -11,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from skilleval.report.figures import load_json
 from skilleval.report.latex import environment, fmt_ci, latex_escape
 from skilleval.report.writer import Section, write_table_set
+from skilleval.storage.records import read_record
 
 DAGGER = r"$^\dagger$"
 
@@ -55,8 +55,10 @@ def _run_row(name: str, summary: Mapping[str, Any]) -> dict[str, Any]:
 def main_table_frames(
     summaries: Mapping[str, str], verdicts: Mapping[str, str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    runs = [_run_row(name, load_json(path)) for name, path in summaries.items()]
-    contrasts = [_verdict_row(name, load_json(path)) for name, path in verdicts.items()]
+    runs = [_run_row(name, read_record(path, "run_summary")) for name, path in summaries.items()]
+    contrasts = [
+        _verdict_row(name, read_record(path, "verdict")) for name, path in verdicts.items()
+    ]
     return pd.DataFrame(runs), pd.DataFrame(contrasts)
 
 
@@ -141,7 +143,8 @@ def ranking_frames(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = []
     for arm, summary_path, verdict_path in zip(arms, summaries, vs_free, strict=True):
-        s, v = load_json(summary_path), load_json(verdict_path)
+        s = read_record(summary_path, "run_summary")
+        v = read_record(verdict_path, "verdict")
         rows.append(
             {
                 "arm": arm["run"],
@@ -161,7 +164,11 @@ def ranking_frames(
             }
         )
     contrasts = [
-        {k: v for k, v in _verdict_row(name, load_json(path)).items() if k in PAIRWISE_COLUMNS}
+        {
+            k: v
+            for k, v in _verdict_row(name, read_record(path, "verdict")).items()
+            if k in PAIRWISE_COLUMNS
+        }
         for name, path in pairwise.items()
     ]
     return pd.DataFrame(rows), pd.DataFrame(contrasts)
@@ -209,7 +216,7 @@ def render_ranking_table(
         .get_template("ranking_table.tex.j2")
         .render(
             sources="results/runs/rank-*/summary.json, results/verdicts/rank-*.json, " + beta_path,
-            n_chunks=len(load_json(beta_path)["chunks"]),
+            n_chunks=len(read_record(beta_path, "gate_beta")["chunks"]),
             split=latex_escape(first["split"]),
             n_tasks=int(first["n_tasks"]),
             k=int(arms[0]["k"]),

@@ -60,7 +60,7 @@ def make_environment(
 ) -> Environment:
     if backend == "shopsim":
         with open(catalogue) as handle:
-            products = catalogue_from_json(json.load(handle))
+            products = catalogue_from_json(json.load(handle), catalogue)
         with open(split_file) as handle:
             tasks = [Task.from_json(t) for t in json.load(handle)[split]]
         return ShopWorld(products, tasks)

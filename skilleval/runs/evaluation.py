@@ -28,6 +28,7 @@ from skilleval.runs.rollout import EpisodeResult, run_episode
 from skilleval.runs.runner import EpisodeFn, RetryPolicy, RunStats, run_episodes
 from skilleval.serving.gpu import allowed_devices, cards_for, gpu_lease
 from skilleval.storage import atomic
+from skilleval.storage.records import write_record
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ def evaluate(
         "provenance": provenance(),
     }
     atomic.write_jsonl(results_path, records)
-    atomic.write_json(summary_path, summary)
+    write_record(summary_path, "run_summary", summary)
     log.info(
         "run %s done: reward %.4f, r_success %.4f, coverage %.3f",
         inputs.run,

@@ -18,6 +18,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from skilleval.errors import RunLockedError
+from skilleval.storage.records import FORMAT_VERSIONS
 
 RecordKey = tuple[str, int]
 
@@ -87,6 +88,8 @@ class Journal:
             with open(self.path, "r+b") as handle:
                 handle.truncate(intact)
         for record in records:
+            # Journals from before records were versioned hold version-1 records.
+            record.setdefault("format_version", FORMAT_VERSIONS["task_record"])
             self.records[record_key(record)] = record
         meta = self.dir / f"{self.fingerprint}.meta.json"
         if not meta.exists():

@@ -11,6 +11,7 @@ from typing import Any
 
 from skilleval.env.types import Environment
 from skilleval.policy.types import Message, Policy
+from skilleval.storage.records import versioned
 
 
 @dataclass(frozen=True)
@@ -25,17 +26,20 @@ class EpisodeResult:
     error: str | None
 
     def as_record(self) -> dict[str, Any]:
-        return {
-            "task_id": self.task_id,
-            "repeat": self.repeat,
-            **self.rewards,
-            "steps": self.steps,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "tokens": self.prompt_tokens + self.completion_tokens,
-            "stop_reason": self.stop_reason,
-            "error": self.error,
-        }
+        return versioned(
+            "task_record",
+            {
+                "task_id": self.task_id,
+                "repeat": self.repeat,
+                **self.rewards,
+                "steps": self.steps,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "tokens": self.prompt_tokens + self.completion_tokens,
+                "stop_reason": self.stop_reason,
+                "error": self.error,
+            },
+        )
 
 
 def run_episode(

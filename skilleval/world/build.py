@@ -12,7 +12,7 @@ from safetensors.numpy import load_file
 
 from skilleval.provenance.record import provenance
 from skilleval.skills.bank import load_bank
-from skilleval.storage import atomic
+from skilleval.storage.records import write_record
 from skilleval.world.generate import ground_truth, outcome_table
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
@@ -30,7 +30,7 @@ def build_ground_truth(
     split_data = json.loads(Path(splits).read_text())
     tasks = {s: [Task.from_json(t) for t in split_data[s]] for s in reference["splits"]}
     world = ShopWorld(
-        catalogue_from_json(json.loads(Path(catalogue).read_text())),
+        catalogue_from_json(json.loads(Path(catalogue).read_text()), catalogue),
         [t for ts in tasks.values() for t in ts],
     )
     tables = {}
@@ -48,4 +48,4 @@ def build_ground_truth(
         "split's tasks; chunk effects are single-chunk minus free on the same checkpoint."
     )
     truth["provenance"] = provenance()
-    atomic.write_json(output, truth)
+    write_record(output, "ground_truth", truth)

@@ -26,6 +26,8 @@ from skilleval.policy.sim import (
 )
 from skilleval.runs.rollout import run_episode
 from skilleval.skills.bank import Skill, render_markdown_bank
+from skilleval.storage import atomic
+from skilleval.storage.records import versioned
 from skilleval.world.shopsim import (
     ShopWorld,
     Task,
@@ -83,8 +85,9 @@ def write_tasks(
         for name, size in split_sizes.items()
     }
     catalogue_path.parent.mkdir(parents=True, exist_ok=True)
-    catalogue_path.write_text(json.dumps(catalogue_to_json(catalogue), indent=1))
-    split_path.write_text(json.dumps({"version": "v1", "world_seed": seed, **splits}, indent=1))
+    atomic.write_text(catalogue_path, json.dumps(catalogue_to_json(catalogue), indent=1))
+    split_file = versioned("task_split", {"version": "v1", "world_seed": seed, **splits})
+    atomic.write_text(split_path, json.dumps(split_file, indent=1))
 
 
 def write_checkpoint(seed: int, name: str, path: Path) -> None:

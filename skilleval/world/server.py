@@ -183,7 +183,8 @@ def load_world(world_dir: str) -> ShopWorld:
     root = Path(world_dir)
     splits = json.loads((root / "persona_splits.v1.json").read_text())
     tasks = [Task.from_json(t) for name in ("train", "val", "test") for t in splits.get(name, [])]
-    return ShopWorld(catalogue_from_json(json.loads((root / "catalogue.json").read_text())), tasks)
+    catalogue = root / "catalogue.json"
+    return ShopWorld(catalogue_from_json(json.loads(catalogue.read_text()), str(catalogue)), tasks)
 
 
 @dataclass

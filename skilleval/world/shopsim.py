@@ -15,6 +15,7 @@ import numpy as np
 
 from skilleval.env.types import StepResult
 from skilleval.policy.types import ToolCall
+from skilleval.storage.records import check_version, versioned
 
 CATEGORY_NAMES = (
     "headphones", "backpack", "kettle", "monitor", "running shoes", "desk lamp", "blender",
@@ -264,11 +265,13 @@ class ShopWorld:
         return ShopEpisode(task=self.tasks[task_id], world=self)
 
 
-def catalogue_to_json(catalogue: list[Product]) -> list[dict[str, Any]]:
-    return [{**p.as_detail(), "popularity": p.popularity} for p in catalogue]
+def catalogue_to_json(catalogue: list[Product]) -> dict[str, Any]:
+    products = [{**p.as_detail(), "popularity": p.popularity} for p in catalogue]
+    return versioned("world_catalogue", {"products": products})
 
 
-def catalogue_from_json(data: list[dict[str, Any]]) -> list[Product]:
+def catalogue_from_json(data: dict[str, Any], source: str) -> list[Product]:
+    check_version("world_catalogue", data, source)
     return [
         Product(
             product_id=d["id"],
@@ -278,5 +281,5 @@ def catalogue_from_json(data: list[dict[str, Any]]) -> list[Product]:
             attributes=tuple(d["attributes"]),
             popularity=float(d["popularity"]),
         )
-        for d in data
+        for d in data["products"]
     ]

@@ -1,0 +1,90 @@
+"""Versioned JSON records: every artifact carries ``format_version``; readers check it.
+
+A reader meeting a version it does not know stops with the file, the version found and
+the fix, instead of misreading a field whose meaning changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skilleval.errors import RecordVersionError
+from skilleval.storage import atomic
+
+# One version per kind of record; bump it when a field changes meaning or shape.
+FORMAT_VERSIONS: dict[str, int] = {
+    "run_summary": 1,
+    "task_record": 1,
+    "contrast": 1,
+    "verdict": 1,
+    "gate_design": 1,
+    "gate_beta": 1,
+    "truth_check": 1,
+    "experiment_b": 1,
+    "frozen_bank": 1,
+    "checkpoint_audit": 1,
+    "weight_diff": 1,
+    "ground_truth": 1,
+    "world_catalogue": 1,
+    "task_split": 1,
+    "ablation_split": 1,
+    "ablation_summary": 1,
+    "ablation_audit": 1,
+    "gpu_lease": 1,
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named validity check with its outcome and a sentence saying why."""
+
+    name: str
+    passed: bool
+    detail: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": bool(self.passed), "detail": self.detail}
+
+
+def failed(checks: Iterable[Check]) -> list[Check]:
+    return [check for check in checks if not check.passed]
+
+
+def versioned(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    return {**data, "format_version": FORMAT_VERSIONS[kind]}
+
+
+def write_record(path: str | Path, kind: str, data: Mapping[str, Any]) -> None:
+    atomic.write_json(path, versioned(kind, data))
+
+
+def check_version(kind: str, data: Mapping[str, Any], source: str) -> None:
+    found = data.get("format_version")
+    if found != FORMAT_VERSIONS[kind]:
+        raise RecordVersionError(
+            f"{source}: {kind.replace('_', ' ')} record has format_version {found!r}, but this "
+            f"skilleval reads version {FORMAT_VERSIONS[kind]}; rebuild it "
+            f"(snakemake --cores 1 --forcerun {source}) or read it with the skilleval "
+            "release that wrote it"
+        )
+
+
+def read_record(path: str | Path, kind: str) -> dict[str, Any]:
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict):
+        raise RecordVersionError(f"{path}: expected a JSON object holding a {kind} record")
+    check_version(kind, data, str(path))
+    return data
+
+
+def read_records(path: str | Path, kind: str) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file, each version-checked."""
+    with open(path) as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    for number, record in enumerate(records, start=1):
+        check_version(kind, record, f"{path} line {number}")
+    return records
