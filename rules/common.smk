@@ -2,7 +2,7 @@ import sys
 
 from skilleval.ablation.plan import load_matrix
 from skilleval.config.checks import validate_config
-from skilleval.config.plan import WorkflowPlan
+from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan
 from skilleval.config.rule_inputs import RuleInputs
 from skilleval.errors import ConfigError, GpuLeaseError
 from skilleval.serving.gpu import check_requests, gpu_requests

@@ -50,7 +50,7 @@ rule gate_beta:
     conda:
         "../envs/skilleval.yaml"
     params:
-        masked=PLAN.masked_runs("design"),
+        masked=PLAN.designs["design"].runs,
         archive=paths.GATE_ARCHIVE,
     script:
         "../scripts/gate_beta.py"
@@ -86,7 +86,7 @@ rule gate_experiment_b:
     conda:
         "../envs/skilleval.yaml"
     params:
-        fresh=PLAN.masked_runs("design-b"),
+        fresh=PLAN.designs["design-b"].runs,
         n_resamples=config["statistics"]["n_resamples"],
         seed=config["statistics"]["seed"],
     script:

@@ -59,7 +59,7 @@ rule paper_ranking_table:
     input:
         summaries=expand(paths.RUN_SUMMARY, run=RANKING_ARMS),
         vs_free=expand(paths.VERDICT, contrast=PLAN.ranking_vs_free()),
-        pairwise=expand(paths.VERDICT, contrast=PLAN.ranking_pairwise()),
+        pairwise=expand(paths.VERDICT, contrast=list(RANKING_PAIRWISE)),
         beta=paths.fill(paths.GATE_BETA, gate=GATE),
     output:
         tex=paths.table("ranking", "tex"),
@@ -80,7 +80,7 @@ rule paper_ranking_table:
             for arm in PLAN.paper_arms
         ],
         vs_free=PLAN.ranking_vs_free(),
-        pairwise=PLAN.ranking_pairwise(),
+        pairwise=list(RANKING_PAIRWISE),
     script:
         "../scripts/paper_ranking_table.py"
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from skilleval import paths
 from skilleval.errors import SkillevalError
 
 
@@ -192,9 +193,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="skilleval", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_compare(sub: Any) -> None:
     compare = sub.add_parser(
         "compare", help="task-aligned paired bootstrap of RUN_B - RUN_A (run directories)"
     )
@@ -207,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--seed", type=int, default=20260830)
     compare.add_argument("--method", choices=["percentile", "BCa"], default="percentile")
     compare.set_defaults(func=cmd_compare)
+
+
+def _add_ablation(sub: Any) -> None:
     ablation = sub.add_parser("ablation", help="the ablation and harness matrices")
     ablation_sub = ablation.add_subparsers(dest="ablation_command", required=True)
     plan = ablation_sub.add_parser("plan", help="every planned run with its status")
@@ -226,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--pool", type=int, required=True)
     split.add_argument("--output", required=True)
     split.set_defaults(func=cmd_ablation_split)
+
+
+def _add_gpu(sub: Any) -> None:
     gpu = sub.add_parser("gpu-run", help="run a command on leased GPUs (never a protected one)")
     gpu.add_argument("--gpus", type=int, required=True, help="cards to lease")
     gpu.add_argument(
@@ -241,11 +246,17 @@ def build_parser() -> argparse.ArgumentParser:
     gpu.add_argument("--record", help="write the lease and timings to this JSON file")
     gpu.add_argument("command_args", nargs=argparse.REMAINDER)
     gpu.set_defaults(func=cmd_gpu_run)
+
+
+def _add_stale(sub: Any) -> None:
     stale = sub.add_parser("stale", help="stale or missing results and the paper cells they feed")
     stale.add_argument("--configfile", action="append", help="as given to snakemake (repeatable)")
     stale.add_argument("--root", default=".", help="workflow directory")
     stale.add_argument("--json", action="store_true")
     stale.set_defaults(func=cmd_stale)
+
+
+def _add_archive(sub: Any) -> None:
     archive = sub.add_parser("archive", help="move a superseded run under results/archive/")
     archive.add_argument("run")
     archive.add_argument("--reason", required=True, help="recorded in why.json")
@@ -257,9 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--configfile", action="append")
         command.add_argument("--root", default=".")
         command.set_defaults(func=func)
+
+
+def _add_serve(sub: Any) -> None:
     serve = sub.add_parser("serve-world", help="serve the sim policy and shopsim over HTTP")
     serve.add_argument("--model-path", required=True, help="checkpoint dir or model.safetensors")
-    serve.add_argument("--world-dir", default="results/world")
+    serve.add_argument("--world-dir", default=paths.DEFAULT_WORLD_DIR, help="world.dir of config")
     serve.add_argument("--port", type=int, default=30000, help="model server port")
     serve.add_argument("--env-port", type=int, default=5700)
     serve.add_argument("--host", default="127.0.0.1", help="loopback only; kept for sglang parity")
@@ -273,6 +287,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--fault-kinds", default="429,503,slow")
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
     serve.set_defaults(func=cmd_serve_world)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="skilleval", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_compare(sub)
+    _add_ablation(sub)
+    _add_gpu(sub)
+    _add_stale(sub)
+    _add_archive(sub)
+    _add_serve(sub)
     return parser
 
 

@@ -11,6 +11,7 @@ RESULTS = "results"
 JOURNAL_ROOT = f"{RESULTS}/journal"
 ARCHIVE_ROOT = f"{RESULTS}/archive"
 LOGS = f"{RESULTS}/logs"
+DEFAULT_WORLD_DIR = f"{RESULTS}/world"
 
 # The embedded default world, under config's world.dir.
 WORLD_CATALOGUE = "{world_dir}/catalogue.json"

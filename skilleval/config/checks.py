@@ -28,6 +28,14 @@ def _check_reference(
 
 def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
     """Rules JSON Schema cannot express: references, uniqueness, capacity."""
+    check_protocols(config, source)
+    check_runs(config, source)
+    check_contrasts(config, source)
+    check_ranking(config, source)
+    check_checkpoint_ids(config, source)
+
+
+def check_protocols(config: Mapping[str, Any], source: str) -> None:
     for name, protocol in config["protocols"].items():
         runtime, env = protocol["runtime"], protocol["environment"]
         if runtime["concurrency"] > env["slots"]:
@@ -47,6 +55,9 @@ def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
                 "the memo's main metric is reward (= r_strict)",
                 "set main: reward",
             )
+
+
+def check_runs(config: Mapping[str, Any], source: str) -> None:
     experiments: dict[str, str] = {}
     for run_name, run in config["runs"].items():
         prefix = f"runs.{run_name}"
@@ -67,6 +78,9 @@ def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
                 "give every run its own experiment name",
             )
         experiments[run["experiment"]] = run_name
+
+
+def check_contrasts(config: Mapping[str, Any], source: str) -> None:
     for name, contrast in config["contrasts"].items():
         for role in ("control", "treatment"):
             _check_reference(
@@ -89,7 +103,9 @@ def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
                 "the two runs use different protocols; their numbers must never be mixed",
                 "contrast runs of one protocol only",
             )
-    check_ranking(config, source)
+
+
+def check_checkpoint_ids(config: Mapping[str, Any], source: str) -> None:
     ids: dict[str, str] = {}
     for name, checkpoint in config["checkpoints"].items():
         if checkpoint["checkpoint_id"] in ids:

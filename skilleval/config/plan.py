@@ -17,6 +17,8 @@ from skilleval.runs.inputs import RunInputs
 
 SelectionRule = Literal["top", "bottom", "random"]
 Table = Literal["main", "ranking", "extra"]
+# The pairwise ranking contrasts the paper shows, in table order.
+RANKING_PAIRWISE = ("rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom")
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,42 @@ class MaskDesign:
         return [f"{self.prefix}-{i + 1:02d}" for i in range(self.n_runs)]
 
 
+def ranking_arms(ranking: Mapping[str, Any]) -> list[RankingArm]:
+    k = ranking["k"]
+    arms = [RankingArm("top", k), RankingArm("bottom", k)]
+    return arms + [RankingArm("random", k, seed) for seed in ranking["random_seeds"]]
+
+
+def ranking_contrasts(ranking: Mapping[str, Any]) -> dict[str, ContrastPlan]:
+    free = ranking["bare_test_run"]
+    k = ranking["k"]
+    top, bottom = RankingArm("top", k).run, RankingArm("bottom", k).run
+    paper_seeds = ranking["random_seeds_in_paper"]
+    contrasts = [
+        ContrastPlan("rank-top-vs-free", free, top, True, "Top-K vs free", "ranking"),
+        ContrastPlan("rank-bottom-vs-free", free, bottom, True, "Bottom-K vs free", "ranking"),
+    ]
+    for seed in ranking["random_seeds"]:
+        suffix = "" if seed == paper_seeds[0] else f"-{seed}"
+        table: Table = "ranking" if seed in paper_seeds else "extra"
+        random = RankingArm("random", k, seed).run
+        for name, control, treatment, description in (
+            (f"rank-random{suffix}-vs-free", free, random, f"Random-K (seed {seed}) vs free"),
+            (f"rank-top-vs-random{suffix}", random, top, f"Top-K vs Random-K (seed {seed})"),
+            (
+                f"rank-random{suffix}-vs-bottom",
+                bottom,
+                random,
+                f"Random-K (seed {seed}) vs Bottom-K",
+            ),
+        ):
+            contrasts.append(ContrastPlan(name, control, treatment, True, description, table))
+    contrasts.append(
+        ContrastPlan("rank-top-vs-bottom", bottom, top, True, "Top-K vs Bottom-K", "ranking")
+    )
+    return {contrast.name: contrast for contrast in contrasts}
+
+
 class WorkflowPlan:
     """Everything the graph builds from one config, as typed objects."""
 
@@ -120,7 +158,7 @@ class WorkflowPlan:
         self.gate: str = self.ranking["gate"]
         self.world_dir: str = config["world"]["dir"]
         declared = {name: self._declared(name, spec) for name, spec in config["runs"].items()}
-        self.arms: dict[str, RankingArm] = {arm.stem: arm for arm in self._arms()}
+        self.arms: dict[str, RankingArm] = {arm.stem: arm for arm in ranking_arms(self.ranking)}
         bare_test = declared[self.ranking["bare_test_run"]]
         self.runs: dict[str, RunPlan] = {
             **declared,
@@ -142,7 +180,7 @@ class WorkflowPlan:
         }
         self.contrasts: dict[str, ContrastPlan] = {
             **{n: self._declared_contrast(n, c) for n, c in config["contrasts"].items()},
-            **self._ranking_contrasts(),
+            **ranking_contrasts(self.ranking),
         }
 
     # runs --------------------------------------------------------------------
@@ -161,11 +199,6 @@ class WorkflowPlan:
             bank=self._bank(spec["bank"]) if spec["bank"] else None,
             split=spec.get("split", protocol["tasks"]["split"]),
         )
-
-    def _arms(self) -> list[RankingArm]:
-        k = self.ranking["k"]
-        arms = [RankingArm("top", k), RankingArm("bottom", k)]
-        return arms + [RankingArm("random", k, seed) for seed in self.ranking["random_seeds"]]
 
     def _arm_run(self, arm: RankingArm, bare: RunPlan) -> RunPlan:
         bank_file = paths.fill(paths.FROZEN_BANK, gate=self.gate, arm=arm.stem)
@@ -205,35 +238,6 @@ class WorkflowPlan:
             spec.get("metric", "reward"),
         )
 
-    def _ranking_contrasts(self) -> dict[str, ContrastPlan]:
-        free = self.ranking["bare_test_run"]
-        k = self.ranking["k"]
-        top, bottom = RankingArm("top", k).run, RankingArm("bottom", k).run
-        paper_seeds = self.ranking["random_seeds_in_paper"]
-        contrasts = [
-            ContrastPlan("rank-top-vs-free", free, top, True, "Top-K vs free", "ranking"),
-            ContrastPlan("rank-bottom-vs-free", free, bottom, True, "Bottom-K vs free", "ranking"),
-        ]
-        for seed in self.ranking["random_seeds"]:
-            suffix = "" if seed == paper_seeds[0] else f"-{seed}"
-            table: Table = "ranking" if seed in paper_seeds else "extra"
-            random = RankingArm("random", k, seed).run
-            for name, control, treatment, description in (
-                (f"rank-random{suffix}-vs-free", free, random, f"Random-K (seed {seed}) vs free"),
-                (f"rank-top-vs-random{suffix}", random, top, f"Top-K vs Random-K (seed {seed})"),
-                (
-                    f"rank-random{suffix}-vs-bottom",
-                    bottom,
-                    random,
-                    f"Random-K (seed {seed}) vs Bottom-K",
-                ),
-            ):
-                contrasts.append(ContrastPlan(name, control, treatment, True, description, table))
-        contrasts.append(
-            ContrastPlan("rank-top-vs-bottom", bottom, top, True, "Top-K vs Bottom-K", "ranking")
-        )
-        return {contrast.name: contrast for contrast in contrasts}
-
     def contrasts_for(self, table: Table) -> list[str]:
         return [n for n, c in self.contrasts.items() if c.table == table]
 
@@ -259,13 +263,6 @@ class WorkflowPlan:
         seeds = self.ranking["random_seeds_in_paper"]
         random = [f"rank-random{'' if s == seeds[0] else f'-{s}'}-vs-free" for s in seeds]
         return ["rank-top-vs-free", *random, "rank-bottom-vs-free"]
-
-    @staticmethod
-    def ranking_pairwise() -> list[str]:
-        return ["rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom"]
-
-    def masked_runs(self, design: str) -> list[str]:
-        return self.designs[design].runs
 
     # resolving a run ---------------------------------------------------------
 

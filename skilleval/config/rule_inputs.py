@@ -72,7 +72,7 @@ class RuleInputs:
     def _masked_summaries(self, design: str) -> list[str]:
         return [
             paths.fill(paths.GATE_RUN_SUMMARY, gate=self.plan.gate, masked=masked)
-            for masked in self.plan.masked_runs(design)
+            for masked in self.plan.designs[design].runs
         ]
 
     def gate_summaries(self, wildcards: Wildcards) -> list[str]:

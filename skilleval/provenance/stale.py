@@ -90,7 +90,7 @@ def stale_items(config: dict[str, Any], root: Path) -> Iterator[dict[str, Any]]:
     runs += [
         (run, paths.fill(paths.GATE_RUN_SUMMARY, gate=plan.gate, masked=masked))
         for masked, run in plan.masked.items()
-        if masked in plan.masked_runs("design")
+        if masked in plan.designs["design"].runs
     ]
     for run, summary_file in runs:
         summary_path = root / summary_file

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from skilleval import paths
 from skilleval.report.latex import environment, fmt_ci, latex_escape
 from skilleval.report.writer import Section, write_table_set
 from skilleval.storage.records import read_record
@@ -115,7 +116,8 @@ def render_main_table(
         environment()
         .get_template("main_table.tex.j2")
         .render(
-            sources="results/runs/*/summary.json, results/verdicts/*.json",
+            sources=f"{paths.fill(paths.RUN_SUMMARY, run='*')}, "
+            f"{paths.fill(paths.VERDICT, contrast='*')}",
             split=latex_escape(runs["split"].iloc[0]),
             n_tasks=int(runs["n_tasks"].iloc[0]),
             protocol=latex_escape(runs["protocol"].iloc[0]),
@@ -215,7 +217,8 @@ def render_ranking_table(
         environment()
         .get_template("ranking_table.tex.j2")
         .render(
-            sources="results/runs/rank-*/summary.json, results/verdicts/rank-*.json, " + beta_path,
+            sources=f"{paths.fill(paths.RUN_SUMMARY, run='rank-*')}, "
+            f"{paths.fill(paths.VERDICT, contrast='rank-*')}, {beta_path}",
             n_chunks=len(read_record(beta_path, "gate_beta")["chunks"]),
             split=latex_escape(first["split"]),
             n_tasks=int(first["n_tasks"]),

@@ -121,11 +121,7 @@ def evaluate(
         "chunk_hashes": resolved.chunk_hashes,
         "repeats": inputs.protocol["runtime"]["repeats"],
         **summarise(records, len(resolved.keys)),
-        "service": {
-            "start": service_start,
-            "end": service_end,
-            "unchanged": service_start == service_end,
-        },
+        "service": _service(service_start, service_end),
         "execution": _execution(stats, started, journal_path),
         "provenance": provenance(),
     }
@@ -177,6 +173,10 @@ def _run_all(
             f"required {required}; finished tasks are kept in {journal_path}. Re-run to resume."
         )
     return records, stats, journal_path
+
+
+def _service(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
+    return {"start": start, "end": end, "unchanged": start == end}
 
 
 def _execution(stats: RunStats, started: float, journal_path: str) -> dict[str, Any]:

@@ -144,5 +144,5 @@ class Journal:
 
 
 def archive_root(journal_run_dir: Path) -> Path:
-    """results/archive/journal, next to results/journal."""
+    """The archive/journal folder beside the journal root."""
     return journal_run_dir.parent.parent / "archive" / "journal"

@@ -55,6 +55,68 @@ class RetryPolicy:
         return float(max(backoff, retry_after_s or 0.0))
 
 
+class _Schedule:
+    """The queue of one run: pending keys, their attempts and backoff, episodes in flight."""
+
+    def __init__(self, pending: list[RecordKey], retry: RetryPolicy, stats: RunStats) -> None:
+        self.queue = list(pending)
+        self.attempts: dict[RecordKey, int] = dict.fromkeys(pending, 0)
+        self.not_before: dict[RecordKey, float] = {}
+        self.in_flight: dict[Future[EpisodeResult], tuple[RecordKey, float]] = {}
+        self.failures: dict[RecordKey, str] = {}
+        self.retry, self.stats = retry, stats
+
+    def submit_ready(
+        self, pool: ThreadPoolExecutor, episode: EpisodeFn, concurrency: int, timeout_s: float
+    ) -> float:
+        """Start what may start now; return how long to wait for the next event."""
+        now = time.monotonic()
+        ready = [k for k in self.queue if self.not_before.get(k, 0.0) <= now]
+        while ready and len(self.in_flight) < concurrency:
+            key = ready.pop(0)
+            self.queue.remove(key)
+            self.attempts[key] += 1
+            self.in_flight[pool.submit(episode, *key)] = (key, now + timeout_s)
+        wait_s = min([d for _, d in self.in_flight.values()], default=now + 0.05) - now
+        if self.queue and not ready:
+            wait_s = min(wait_s, min(self.not_before[k] for k in self.queue) - now)
+        return max(wait_s, 0.0)
+
+    def collect(self, done: set[Future[EpisodeResult]], journal: Journal) -> None:
+        for future in done:
+            key, _ = self.in_flight.pop(future)
+            try:
+                result = future.result()
+            except InfrastructureError as exc:
+                self.retry_later(key, str(exc), exc.retry_after_s)
+                continue
+            journal.append(result.as_record())
+            self.stats.done += 1
+            self.stats.task_errors += result.error is not None
+
+    def expire(self, timeout_s: float) -> None:
+        """Abandon hung episodes (their threads run on) and retry their tasks."""
+        now = time.monotonic()
+        for future, (key, deadline) in list(self.in_flight.items()):
+            if deadline <= now and not future.done():
+                del self.in_flight[future]
+                future.cancel()
+                self.retry_later(key, f"episode exceeded {timeout_s}s", None)
+
+    def retry_later(self, key: RecordKey, reason: str, retry_after_s: float | None) -> None:
+        kind = reason.split(":")[0][:60]
+        self.stats.infra_errors[kind] = self.stats.infra_errors.get(kind, 0) + 1
+        if self.attempts[key] >= self.retry.max_attempts:
+            self.failures[key] = reason
+            log.error("task %s repeat %d gave up: %s", key[0], key[1], reason)
+            return
+        self.stats.retried += 1
+        delay = self.retry.delay(self.attempts[key], retry_after_s)
+        log.warning("task %s repeat %d: %s; retry in %.2fs", key[0], key[1], reason, delay)
+        self.not_before[key] = time.monotonic() + delay
+        self.queue.append(key)
+
+
 def run_episodes(
     keys: Iterable[RecordKey],
     episode: EpisodeFn,
@@ -71,70 +133,24 @@ def run_episodes(
     pending = [k for k in all_keys if k not in journal.records]
     stats = RunStats(total=len(all_keys), reused=len(all_keys) - len(pending))
     log.info(stats.line(run_name))
-    attempts: dict[RecordKey, int] = dict.fromkeys(pending, 0)
-    not_before: dict[RecordKey, float] = {}
-    queue = list(pending)
-    in_flight: dict[Future[EpisodeResult], tuple[RecordKey, float]] = {}
-    failures: dict[RecordKey, str] = {}
+    schedule = _Schedule(pending, retry, stats)
     # Abandoned (hung) episodes keep their threads; spare workers keep the run moving.
     pool = ThreadPoolExecutor(max_workers=concurrency + 64, thread_name_prefix=f"ep-{run_name}")
     last_report = time.monotonic()
     try:
-        while queue or in_flight:
-            now = time.monotonic()
-            ready = [k for k in queue if not_before.get(k, 0.0) <= now]
-            while ready and len(in_flight) < concurrency:
-                key = ready.pop(0)
-                queue.remove(key)
-                attempts[key] += 1
-                in_flight[pool.submit(episode, *key)] = (key, now + episode_timeout_s)
-            timeout = min([d for _, d in in_flight.values()], default=now + 0.05) - now
-            if queue and not ready:
-                timeout = min(timeout, min(not_before[k] for k in queue) - now)
-            done, _ = wait(list(in_flight), timeout=max(timeout, 0.0), return_when=FIRST_COMPLETED)
-            now = time.monotonic()
-            for future in done:
-                key, _ = in_flight.pop(future)
-                try:
-                    result = future.result()
-                except InfrastructureError as exc:
-                    _schedule_retry(
-                        key,
-                        str(exc),
-                        exc.retry_after_s,
-                        attempts,
-                        retry,
-                        stats,
-                        queue,
-                        not_before,
-                        failures,
-                    )
-                    continue
-                journal.append(result.as_record())
-                stats.done += 1
-                stats.task_errors += result.error is not None
-            for future, (key, deadline) in list(in_flight.items()):
-                if deadline <= now and not future.done():
-                    del in_flight[future]
-                    future.cancel()
-                    _schedule_retry(
-                        key,
-                        f"episode exceeded {episode_timeout_s}s",
-                        None,
-                        attempts,
-                        retry,
-                        stats,
-                        queue,
-                        not_before,
-                        failures,
-                    )
-            if now - last_report >= progress_every_s:
+        while schedule.queue or schedule.in_flight:
+            wait_s = schedule.submit_ready(pool, episode, concurrency, episode_timeout_s)
+            done, _ = wait(list(schedule.in_flight), timeout=wait_s, return_when=FIRST_COMPLETED)
+            schedule.collect(done, journal)
+            schedule.expire(episode_timeout_s)
+            if time.monotonic() - last_report >= progress_every_s:
                 log.info(stats.line(run_name))
-                last_report = now
+                last_report = time.monotonic()
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     log.info(stats.line(run_name))
-    if failures:
+    if schedule.failures:
+        failures = schedule.failures
         sample = "; ".join(f"{k[0]}#{k[1]}: {v}" for k, v in list(failures.items())[:5])
         raise CoverageError(
             f"run {run_name!r}: {len(failures)} task(s) failed on infrastructure after "
@@ -142,27 +158,3 @@ def run_episodes(
             f"{journal.path}; fix the service and re-run to resume."
         )
     return stats
-
-
-def _schedule_retry(
-    key: RecordKey,
-    reason: str,
-    retry_after_s: float | None,
-    attempts: dict[RecordKey, int],
-    retry: RetryPolicy,
-    stats: RunStats,
-    queue: list[RecordKey],
-    not_before: dict[RecordKey, float],
-    failures: dict[RecordKey, str],
-) -> None:
-    kind = reason.split(":")[0][:60]
-    stats.infra_errors[kind] = stats.infra_errors.get(kind, 0) + 1
-    if attempts[key] >= retry.max_attempts:
-        failures[key] = reason
-        log.error("task %s repeat %d gave up: %s", key[0], key[1], reason)
-        return
-    stats.retried += 1
-    delay = retry.delay(attempts[key], retry_after_s)
-    log.warning("task %s repeat %d: %s; retry in %.2fs", key[0], key[1], reason, delay)
-    not_before[key] = time.monotonic() + delay
-    queue.append(key)

@@ -20,6 +20,7 @@ from typing import Any
 
 from skilleval.checkpoints.files import load_policy_tensors
 from skilleval.policy.sim import SimPolicy, weights_salt
+from skilleval.policy.types import AssistantTurn
 from skilleval.world.shopsim import TOOLS, ShopEpisode, ShopWorld, Task, catalogue_from_json
 
 
@@ -62,6 +63,22 @@ class JsonHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", 0))
         data: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
         return data
+
+
+def completion(model: str, message: dict[str, Any], turn: AssistantTurn) -> dict[str, Any]:
+    """An OpenAI chat.completion body for one assistant turn."""
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": turn.finish_reason}],
+        "usage": {
+            "prompt_tokens": turn.prompt_tokens,
+            "completion_tokens": turn.completion_tokens,
+            "total_tokens": turn.prompt_tokens + turn.completion_tokens,
+        },
+    }
 
 
 def model_handler(policy_for: Any, identity: dict[str, Any], faults: Faults) -> type:
@@ -108,23 +125,7 @@ def model_handler(policy_for: Any, identity: dict[str, Any], faults: Faults) -> 
             message = turn.as_message()
             if fault == "malformed" and message.get("tool_calls"):
                 message["tool_calls"][0]["function"]["arguments"] = "{not json"
-            self.reply(
-                200,
-                {
-                    "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": identity["model_path"],
-                    "choices": [
-                        {"index": 0, "message": message, "finish_reason": turn.finish_reason}
-                    ],
-                    "usage": {
-                        "prompt_tokens": turn.prompt_tokens,
-                        "completion_tokens": turn.completion_tokens,
-                        "total_tokens": turn.prompt_tokens + turn.completion_tokens,
-                    },
-                },
-            )
+            self.reply(200, completion(identity["model_path"], message, turn))
 
     return ModelHandler
 
