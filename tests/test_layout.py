@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-from pathlib import Path
 
 from tests.conftest import REPO
 

@@ -224,3 +224,20 @@ def test_stale_report_names_exactly_the_affected_cells(built: Path) -> None:
     assert expected_main <= cells
     assert "Table ranking, every arm (gate betas)" in cells
     assert not any(c.startswith("Table ablation") for c in cells)
+
+
+def test_every_json_artifact_carries_its_format_version(built: Path) -> None:
+    """Files an ablation run's trainer writes in its out_root, and a checkpoint's own
+    config.json, keep the formats of the real trainer and model; the rest are records."""
+    unversioned = []
+    for path in (built / "results").rglob("*.json*"):
+        relative = path.relative_to(built / "results")
+        trainer_owned = relative.parts[0] == "ablation" and relative.parts[1] != "splits"
+        model_owned = relative.parts[:2] == ("world", "checkpoints")
+        if (trainer_owned and path.name != "summary.json") or model_owned:
+            continue
+        lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
+        records = [json.loads(line) for line in lines if line.strip()]
+        if not all(isinstance(r, dict) and "format_version" in r for r in records):
+            unversioned.append(str(relative))
+    assert unversioned == [], unversioned[:10]

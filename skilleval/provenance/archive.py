@@ -8,12 +8,12 @@ moves them; --delete deletes them. Registered checkpoints and banks are never to
 from __future__ import annotations
 
 import datetime as dt
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 from skilleval.errors import SkillevalError
+from skilleval.storage.records import write_record
 
 
 def protected_paths(config: dict[str, Any], root: Path) -> list[Path]:
@@ -62,16 +62,15 @@ def archive_run(run: str, reason: str, config: dict[str, Any], root: Path) -> Pa
         shutil.move(
             str(path), target / path.relative_to(root / "results").as_posix().replace("/", "__")
         )
-    (target / "why.json").write_text(
-        json.dumps(
-            {
-                "run": run,
-                "reason": reason,
-                "archived_at": _stamp(),
-                "moved": [str(p.relative_to(root)) for p in paths],
-            },
-            indent=1,
-        )
+    write_record(
+        target / "why.json",
+        "archive_note",
+        {
+            "run": run,
+            "reason": reason,
+            "archived_at": _stamp(),
+            "moved": [str(p.relative_to(root)) for p in paths],
+        },
     )
     return target
 

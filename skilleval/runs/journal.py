@@ -18,7 +18,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from skilleval.errors import RunLockedError
-from skilleval.storage.records import FORMAT_VERSIONS
+from skilleval.storage.records import FORMAT_VERSIONS, versioned
 
 RecordKey = tuple[str, int]
 
@@ -94,7 +94,10 @@ class Journal:
         meta = self.dir / f"{self.fingerprint}.meta.json"
         if not meta.exists():
             meta.write_text(
-                json.dumps({"fingerprint": self.fingerprint, **self.identity}, indent=1)
+                json.dumps(
+                    versioned("journal_meta", {"fingerprint": self.fingerprint, **self.identity}),
+                    indent=1,
+                )
             )
         self._handle = open(self.path, "a")
         return self
@@ -123,21 +126,25 @@ class Journal:
             changed = sorted(
                 k
                 for k in set(old_meta) | set(self.identity)
-                if k != "fingerprint" and old_meta.get(k) != self.identity.get(k)
+                if k not in ("fingerprint", "format_version")
+                and old_meta.get(k) != self.identity.get(k)
             )
             shutil.move(str(old), target / old.name)
             if old_meta_path.exists():
                 shutil.move(str(old_meta_path), target / old_meta_path.name)
             (target / "why.json").write_text(
                 json.dumps(
-                    {
-                        "reason": "fingerprint changed: the run's inputs differ, so its "
-                        "finished tasks cannot be reused",
-                        "old_fingerprint": old_fp,
-                        "new_fingerprint": self.fingerprint,
-                        "changed_inputs": changed,
-                        "archived_at": stamp,
-                    },
+                    versioned(
+                        "archive_note",
+                        {
+                            "reason": "fingerprint changed: the run's inputs differ, so its "
+                            "finished tasks cannot be reused",
+                            "old_fingerprint": old_fp,
+                            "new_fingerprint": self.fingerprint,
+                            "changed_inputs": changed,
+                            "archived_at": stamp,
+                        },
+                    ),
                     indent=1,
                 )
             )

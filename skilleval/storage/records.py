@@ -35,6 +35,8 @@ FORMAT_VERSIONS: dict[str, int] = {
     "ablation_summary": 1,
     "ablation_audit": 1,
     "gpu_lease": 1,
+    "journal_meta": 1,
+    "archive_note": 1,
 }
 
 

@@ -1,0 +1,52 @@
+"""The workflow runs from a non-editable install, with no skilleval/ source beside it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, copy_workflow
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package built from a copy of its sources and installed into a bare folder."""
+    source = tmp_path_factory.mktemp("source")
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / part, source / part)
+    shutil.copytree(
+        REPO / "skilleval", source / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    target = tmp_path_factory.mktemp("site")
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+               str(target), str(source)]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    return target
+
+
+def in_copy(installed: Path, workdir: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    return subprocess.run(
+        [sys.executable, *command], cwd=workdir, env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+
+
+def test_dry_run_of_the_paper_from_a_wheel_install(installed: Path, tmp_path: Path) -> None:
+    workdir = copy_workflow(tmp_path)
+    assert not (workdir / "skilleval").exists()
+    where = in_copy(installed, workdir, "-c", "import skilleval; print(skilleval.__file__)")
+    assert Path(where.stdout.strip()).is_relative_to(installed), where.stdout + where.stderr
+    done = in_copy(installed, workdir, "-m", "snakemake", "-n", "paper")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "paper_main_table" in done.stdout
+
+
+def test_schemas_and_templates_are_package_data(installed: Path) -> None:
+    assert (installed / "skilleval" / "config" / "schemas" / "config.schema.yaml").exists()
+    assert (installed / "skilleval" / "report" / "templates" / "main_table.tex.j2").exists()
