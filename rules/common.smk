@@ -2,6 +2,7 @@ import sys
 
 from skilleval.ablation.plan import load_matrix
 from skilleval.config.checks import validate_config
+from skilleval.config.loading import load_config_file
 from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan
 from skilleval.config.rule_inputs import RuleInputs
 from skilleval.errors import ConfigError, GpuLeaseError
@@ -10,6 +11,8 @@ from skilleval import paths
 
 CONFIG_SOURCE = ", ".join(str(f) for f in workflow.configfiles) or "config"
 try:
+    for config_file in workflow.configfiles:
+        load_config_file(config_file)
     validate_config(config, CONFIG_SOURCE)
     MATRIX = load_matrix(config["ablation"]["matrix"])
 except ConfigError as error:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from skilleval.config.checks import validate_config
+from skilleval.config.loading import load_config_file
 from skilleval.config.schema import load_schema
 from skilleval.errors import ConfigError
 from tests.conftest import load_default_config, snakemake
@@ -134,3 +135,24 @@ def test_bad_config_stops_dry_run_without_traceback(workflow_copy: Path) -> None
     assert "config/config.yaml: protocols.local-sglang.sampling.temperature = -1" in output
     assert "fix:" in output
     assert "Traceback" not in output
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("runs:\n  base-S0: {bank: S0}\n  other: {}\n  base-S0: {bank: ST}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config_file(path)
+    message = str(info.value)
+    assert str(path) in message and "base-S0" in message and "lines 2 and 4" in message
+
+
+def test_snakemake_stops_on_a_duplicate_run_in_config(workflow_copy: Path) -> None:
+    config = workflow_copy / "config" / "config.yaml"
+    text = config.read_text()
+    start = text.index("  base-S0:")
+    end = text.index("\n  ", start + 1)
+    line = text[start : end + 1]
+    config.write_text(text.replace(line, line + line, 1))
+    done = snakemake(workflow_copy, "-n", "paper", check=False)
+    assert done.returncode != 0
+    assert "base-S0" in done.stderr + done.stdout and "given twice" in done.stderr + done.stdout
