@@ -9,9 +9,8 @@ from safetensors.numpy import load_file, save_file
 
 from skilleval.analysis.contrast import RunRecords, validity_checks
 from skilleval.analysis.verdict import verdict_of
-from skilleval.checkpoints.audit import audit_checkpoint, weight_diff
+from skilleval.checkpoints.audit import audit_checkpoint, weight_diff, write_audit
 from skilleval.runs.evaluation import evaluate
-from skilleval.storage.records import write_record
 from tests.conftest import run_inputs
 
 
@@ -57,7 +56,7 @@ def test_runs_on_a_checkpoint_that_lost_a_shard_are_invalid(
             str(tmp_path / run / "summary.json"),
             str(tmp_path / "journal"),
         )
-    write_record(tmp_path / "audit-ok.json", "checkpoint_audit", audit_checkpoint("ck", str(index)))
+    write_audit("ck", str(index), str(tmp_path / "audit-ok.json"))
     control, treatment = (
         RunRecords.load(tmp_path / "base-free"),
         RunRecords.load(tmp_path / "base-S0"),
@@ -65,9 +64,7 @@ def test_runs_on_a_checkpoint_that_lost_a_shard_are_invalid(
     good = validity_checks(control, treatment, [str(tmp_path / "audit-ok.json")] * 2)
     assert all(c.passed for c in good)
     (tmp_path / "ck" / "model-00004-of-00004.safetensors").unlink()
-    write_record(
-        tmp_path / "audit-bad.json", "checkpoint_audit", audit_checkpoint("ck", str(index))
-    )
+    write_audit("ck", str(index), str(tmp_path / "audit-bad.json"))
     checks = validity_checks(control, treatment, [str(tmp_path / "audit-bad.json")] * 2)
     failed = {c.name: c.detail for c in checks if not c.passed}
     assert set(failed) == {"checkpoint_audit_control", "checkpoint_audit_treatment"}

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +8,7 @@ import pytest
 
 from skilleval.analysis.gate import build_design, fit_gate
 from skilleval.analysis.ranking import select_chunks
-from skilleval.storage.records import versioned
+from skilleval.analysis.records import GateBeta
 
 
 def test_gate_recovers_known_effects_without_intercept() -> None:
@@ -70,12 +69,12 @@ def test_banks_use_signed_beta_not_magnitude() -> None:
             {"chunk_id": "harm", "beta": -0.01},
         ]
     }
-    assert select_chunks(beta, "top", 2, None) == ["help", "small"]
-    assert select_chunks(beta, "bottom", 2, None) == ["big-harm", "harm"]
-    random = select_chunks(beta, "random", 2, 20260907)
-    assert random == select_chunks(beta, "random", 2, 20260907) and len(set(random)) == 2
+    assert select_chunks(beta["chunks"], "top", 2, None) == ["help", "small"]
+    assert select_chunks(beta["chunks"], "bottom", 2, None) == ["big-harm", "harm"]
+    random = select_chunks(beta["chunks"], "random", 2, 20260907)
+    assert random == select_chunks(beta["chunks"], "random", 2, 20260907) and len(set(random)) == 2
     with pytest.raises(Exception, match="exceeds"):
-        select_chunks(beta, "top", 5, None)
+        select_chunks(beta["chunks"], "top", 5, None)
 
 
 def test_frozen_bank_records_the_beta_it_came_from(tmp_path: Path, small_world: Path) -> None:
@@ -85,14 +84,13 @@ def test_frozen_bank_records_the_beta_it_came_from(tmp_path: Path, small_world: 
     bank = small_world / "banks" / "draft16.md"
     ids = [s.chunk_id for s in load_bank(bank)]
     beta_path = tmp_path / "beta.json"
-    beta_path.write_text(
-        json.dumps(
-            versioned(
-                "gate_beta",
-                {"chunks": [{"chunk_id": c, "beta": i / 100} for i, c in enumerate(ids)]},
-            )
-        )
-    )
+    GateBeta.create(
+        chunks=[{"chunk_id": c, "beta": i / 100} for i, c in enumerate(ids)],
+        diagnostics={},
+        signed_order=ids[::-1],
+        inputs={},
+        provenance={},
+    ).write(beta_path)
     frozen = freeze_bank(str(beta_path), str(bank), "top", 4, None, str(tmp_path / "top.json"))
     assert frozen["chunk_ids"] == ids[::-1][:4]
     assert len(frozen["beta_sha256"]) == 64

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
+from skilleval.ablation.records import AblationAudit
 from skilleval.ablation.trainer import batch_sizes
-from skilleval.storage.records import Check, failed, read_record, write_record
+from skilleval.storage.records import Check, failed, read_record
 
 
 @dataclass(frozen=True)
@@ -168,4 +169,4 @@ def audit_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
 
 
 def write_audit(run: PlannedRun, matrix: dict[str, Any], summary_path: str, output: str) -> None:
-    write_record(output, "ablation_audit", audit_run(run, matrix, summary_path))
+    AblationAudit.create(**audit_run(run, matrix, summary_path)).write(output)

@@ -8,17 +8,17 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from skilleval.ablation.plan import PlannedRun, audit_path, plan, plan_fingerprint
-from skilleval.storage.records import read_record
+from skilleval.ablation.records import AblationAudit, AblationSummary
 
 
 def run_status(run: PlannedRun, matrix: dict[str, Any], root: Path) -> str:
     summary = root / run.summary_path
     audit = root / audit_path(run)
     if summary.exists():
-        data = read_record(summary, "ablation_summary")
-        if data.get("plan_fingerprint") != plan_fingerprint(run, matrix):
+        data = AblationSummary.read(summary)
+        if data.plan_fingerprint != plan_fingerprint(run, matrix):
             return "stale"
-        if audit.exists() and not read_record(audit, "ablation_audit")["valid"]:
+        if audit.exists() and not AblationAudit.read(audit).valid:
             return "invalid"
         return "done"
     lock_path = root / run.lock_path

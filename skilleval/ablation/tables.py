@@ -12,21 +12,21 @@ from typing import Any
 import pandas as pd
 
 from skilleval.ablation.plan import PlannedRun, default_run_id, load_matrix, plan, run_files
+from skilleval.ablation.records import AblationAudit, AblationSummary
 from skilleval.report.figures import save_figure
 from skilleval.report.latex import environment, latex_escape
 from skilleval.report.writer import Section, write_table_set
-from skilleval.storage.records import read_record
 
 METRICS = ("best_selection_score", "base_score", "best_test_score", "delta", "tokens")
 
 
 def result_row(run_id: str, summary: str, audit: str) -> dict[str, Any]:
-    s, a = read_record(summary, "ablation_summary"), read_record(audit, "ablation_audit")
+    s, a = AblationSummary.read(summary), AblationAudit.read(audit)
     return {
         "run_id": run_id,
-        **{m: s[m] for m in METRICS},
-        "valid": a["valid"],
-        "reasons": "; ".join(a["reasons"]),
+        **{m: getattr(s, m) for m in METRICS},
+        "valid": a.valid,
+        "reasons": "; ".join(a.reasons),
     }
 
 

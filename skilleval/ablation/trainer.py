@@ -21,12 +21,12 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from skilleval.ablation.plan import PlannedRun, effective_config, plan_fingerprint
+from skilleval.ablation.records import AblationSummary
 from skilleval.ablation.splits import RATIOS, ratio_sizes
 from skilleval.errors import RunLockedError, SkillevalError
 from skilleval.provenance.record import provenance
 from skilleval.storage import atomic
 from skilleval.storage.hashing import canonical_hash
-from skilleval.storage.records import write_record
 
 BASE_SCORE = {
     "searchqa": 0.80,
@@ -258,7 +258,7 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
             "finished_at": dt.datetime.now(dt.UTC).isoformat(),
             "provenance": provenance(),
         }
-        write_record(summary_path, "ablation_summary", summary)
+        AblationSummary.create(**summary).write(summary_path)
         return summary
     finally:
         lock.release()

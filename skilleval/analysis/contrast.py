@@ -14,16 +14,19 @@ from typing import Any
 import numpy as np
 
 from skilleval.analysis.bootstrap import Method, align, paired_bootstrap, per_task_means
+from skilleval.analysis.records import Contrast
+from skilleval.checkpoints.records import CheckpointAudit
 from skilleval.errors import ComparisonError
 from skilleval.provenance.record import provenance
-from skilleval.storage.records import Check, failed, read_record, read_records, write_record
+from skilleval.runs.records import RunSummary, TaskRecord
+from skilleval.storage.records import Check, failed, read_records
 
 
 @dataclass(frozen=True)
 class RunRecords:
     name: str
     directory: Path
-    summary: dict[str, Any]
+    summary: RunSummary
     records: list[dict[str, Any]]
 
     @classmethod
@@ -36,17 +39,19 @@ class RunRecords:
                     f"{path} does not exist: the run is missing or unfinished "
                     f"(build it with: snakemake {path})"
                 )
-        summary = read_record(summary_path, "run_summary")
-        records = read_records(results_path, "task_record")
-        return cls(summary.get("run", directory.name), directory, summary, records)
+        summary = RunSummary.read(summary_path)
+        records = [
+            TaskRecord.from_json(record, f"{results_path} line {number}").as_json()
+            for number, record in enumerate(read_records(results_path, "task_record"), start=1)
+        ]
+        return cls(summary.run, directory, summary, records)
 
 
 def run_checks(role: str, run: RunRecords) -> list[Check]:
     """Checks of one arm: coverage, an unchanged service, one writer."""
-    coverage = float(run.summary.get("coverage", 0.0))
-    expected = run.summary.get("n_records", -1)
-    service = run.summary.get("service", {})
-    writers = run.summary.get("execution", {}).get("writers")
+    coverage, expected = run.summary.coverage, run.summary.n_records
+    service = run.summary.service
+    writers = run.summary.execution.get("writers")
     checks = [
         Check(
             f"coverage_{role}",
@@ -55,9 +60,9 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
         ),
         Check(
             f"service_unchanged_{role}",
-            bool(service.get("unchanged")),
+            run.summary.service_unchanged,
             f"{run.name}: service identity at start and end "
-            + ("match" if service.get("unchanged") else f"differ: {service}"),
+            + ("match" if run.summary.service_unchanged else f"differ: {service}"),
         ),
         Check(f"single_writer_{role}", writers == 1, f"{run.name}: {writers} writer(s)"),
     ]
@@ -65,14 +70,14 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
 
 
 def checkpoint_check(role: str, run: RunRecords, audit_path: str) -> Check:
-    audit = read_record(audit_path, "checkpoint_audit")
-    recorded = run.summary.get("checkpoint_fingerprint")
-    ok = audit["passed"] and audit["fingerprint"] == recorded
-    detail = f"{audit['checkpoint_id']}: " + (
+    audit = CheckpointAudit.read(audit_path)
+    recorded = run.summary.checkpoint_fingerprint
+    ok = audit.passed and audit.fingerprint == recorded
+    detail = f"{audit.checkpoint_id}: " + (
         "audit passed, fingerprint matches the run"
         if ok
-        else "; ".join(c["detail"] for c in audit["checks"] if not c["passed"])
-        or f"fingerprint {audit['fingerprint']} != run's {recorded}"
+        else "; ".join(c.detail for c in failed(audit.checks))
+        or f"fingerprint {audit.fingerprint} != run's {recorded}"
     )
     return Check(f"checkpoint_audit_{role}", ok, detail)
 
@@ -83,15 +88,13 @@ def validity_checks(
     """Named pass/fail checks; ``audits`` are the checkpoint audits of (control, treatment)."""
     control_audit, treatment_audit = audits or (None, None)
     checks = run_checks("control", control) + run_checks("treatment", treatment)
-    same_protocol = control.summary.get("protocol_fingerprint") == treatment.summary.get(
-        "protocol_fingerprint"
-    )
+    same_protocol = control.summary.protocol_fingerprint == treatment.summary.protocol_fingerprint
     checks.append(
         Check(
             "same_protocol",
             same_protocol,
-            f"{control.name}: {control.summary.get('protocol')}, "
-            f"{treatment.name}: {treatment.summary.get('protocol')}",
+            f"{control.name}: {control.summary.protocol}, "
+            f"{treatment.name}: {treatment.summary.protocol}",
         )
     )
     for role, run, audit_path in (
@@ -149,9 +152,9 @@ def compare(
         "control": control.name,
         "treatment": treatment.name,
         "checks": [c.as_json() for c in checks],
-        "control_fingerprint": control.summary.get("fingerprint"),
-        "treatment_fingerprint": treatment.summary.get("fingerprint"),
-        "protocol_fingerprint": control.summary.get("protocol_fingerprint"),
+        "control_fingerprint": control.summary.fingerprint,
+        "treatment_fingerprint": treatment.summary.fingerprint,
+        "protocol_fingerprint": control.summary.protocol_fingerprint,
         **result.as_json(),
         "distribution_quantiles": {
             str(q): float(np.quantile(result.distribution, q))
@@ -204,5 +207,5 @@ def build_contrast(
             }
         )
     contrast["provenance"] = provenance()
-    write_record(output, "contrast", contrast)
+    Contrast.create(**contrast).write(output)
     return contrast

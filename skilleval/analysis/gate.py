@@ -23,6 +23,7 @@ import scipy.stats
 
 from skilleval.analysis.bootstrap import align, per_task_means
 from skilleval.analysis.contrast import RunRecords
+from skilleval.analysis.records import GateBeta
 from skilleval.errors import ComparisonError
 from skilleval.provenance.record import provenance
 from skilleval.runs.tasks import load_task_ids
@@ -154,8 +155,8 @@ def gate_observations(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mask rows and paired deltas (masked - bare, task-aligned) stacked over masked runs."""
     for run in (bare, *masked.values()):
-        if run.summary.get("coverage", 0) < 1:
-            raise ComparisonError(f"{run.name}: coverage {run.summary.get('coverage')} < 1")
+        if run.summary.coverage < 1:
+            raise ComparisonError(f"{run.name}: coverage {run.summary.coverage} < 1")
     bare_means = per_task_means(bare.records, metric, bare.name)
     rows: list[list[int]] = []
     deltas: list[float] = []
@@ -189,13 +190,13 @@ def build_beta(
     order = np.argsort(-fit.beta, kind="stable")
     result["signed_order"] = [design["chunk_ids"][i] for i in order]
     result["inputs"] = {
-        "bare_run": bare.summary["fingerprint"],
-        "masked_runs": {n: r.summary["fingerprint"] for n, r in masked.items()},
+        "bare_run": bare.summary.fingerprint,
+        "masked_runs": {n: r.summary.fingerprint for n, r in masked.items()},
         "design_sha256": file_sha256(design_path),
         "bank_hash": bank_hash(load_bank(bank_path)),
     }
     result["provenance"] = provenance()
-    write_record(output, "gate_beta", result)
+    GateBeta.create(**result).write(output)
     history = Path(archive_dir) / file_sha256(output)[:16]
     history.mkdir(parents=True, exist_ok=True)
     shutil.copy(output, history / Path(output).name)

@@ -5,7 +5,7 @@ Banks follow from the signed beta by a declared rule, fixed before any result is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,7 @@ import scipy.stats
 
 from skilleval.analysis.contrast import RunRecords
 from skilleval.analysis.gate import gate_observations
+from skilleval.analysis.records import FrozenBank, GateBeta
 from skilleval.errors import SkillevalError
 from skilleval.provenance.record import provenance
 from skilleval.skills.bank import bank_hash, load_bank
@@ -20,9 +21,11 @@ from skilleval.storage.hashing import file_sha256
 from skilleval.storage.records import read_record, write_record
 
 
-def select_chunks(beta: Mapping[str, Any], rule: str, k: int, seed: int | None) -> list[str]:
+def select_chunks(
+    chunks: Sequence[Mapping[str, Any]], rule: str, k: int, seed: int | None
+) -> list[str]:
     """Top: largest signed beta first; bottom: smallest first; random: seeded draw."""
-    ranked = sorted(beta["chunks"], key=lambda c: (-c["beta"], c["chunk_id"]))
+    ranked = sorted(chunks, key=lambda c: (-c["beta"], c["chunk_id"]))
     if k > len(ranked):
         raise SkillevalError(f"k = {k} exceeds the {len(ranked)} ranked chunks")
     if rule == "top":
@@ -38,9 +41,9 @@ def select_chunks(beta: Mapping[str, Any], rule: str, k: int, seed: int | None) 
 def freeze_bank(
     beta_path: str, bank_path: str, rule: str, k: int, seed: int | None, output: str
 ) -> dict[str, Any]:
-    beta = read_record(beta_path, "gate_beta")
+    beta = GateBeta.read(beta_path)
     skills = {s.chunk_id: s for s in load_bank(bank_path)}
-    chunk_ids = select_chunks(beta, rule, k, seed)
+    chunk_ids = select_chunks(beta.chunks, rule, k, seed)
     frozen = {
         "name": f"{rule}-{k}" + (f"-{seed}" if seed is not None else ""),
         "rule": {
@@ -52,12 +55,12 @@ def freeze_bank(
         "seed": seed,
         "chunk_ids": chunk_ids,
         "chunks": [{"id": c, "text": skills[c].text} for c in chunk_ids],
-        "betas": {c["chunk_id"]: c["beta"] for c in beta["chunks"] if c["chunk_id"] in chunk_ids},
+        "betas": {c["chunk_id"]: c["beta"] for c in beta.chunks if c["chunk_id"] in chunk_ids},
         "beta_sha256": file_sha256(beta_path),
         "source_bank": bank_path,
         "source_bank_hash": bank_hash(list(skills.values())),
     }
-    write_record(output, "frozen_bank", frozen)
+    FrozenBank.create(**frozen).write(output)
     return frozen
 
 
@@ -65,10 +68,10 @@ def truth_check(
     beta_path: str, truth_path: str, checkpoint: str, bank: str, split: str, output: str
 ) -> dict[str, Any]:
     """Default world only: do the betas recover the known chunk effects?"""
-    beta = read_record(beta_path, "gate_beta")
+    beta = GateBeta.read(beta_path)
     truth = read_record(truth_path, "ground_truth")["splits"][split][checkpoint]["chunks"][bank]
     rows = []
-    for chunk in beta["chunks"]:
+    for chunk in beta.chunks:
         true = truth[chunk["chunk_id"]]
         decisive = abs(true) > 2 * chunk["standard_error"]
         rows.append(
@@ -103,9 +106,9 @@ def experiment_b(
     output: str,
 ) -> dict[str, Any]:
     """Spearman of predicted C^T beta against measured delta on fresh masks, with a CI."""
-    beta = read_record(beta_path, "gate_beta")
+    beta = GateBeta.read(beta_path)
     design = read_record(design_path, "gate_design")
-    coefficients = {c["chunk_id"]: c["beta"] for c in beta["chunks"]}
+    coefficients = {c["chunk_id"]: c["beta"] for c in beta.chunks}
     vector = np.array([coefficients[c] for c in design["chunk_ids"]])
     masked = {n: RunRecords.load(d) for n, d in masked_dirs.items()}
     masks, measured = gate_observations(RunRecords.load(bare_dir), masked, design)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skilleval.storage.records import read_record, write_record
+from skilleval.analysis.records import Contrast, Verdict
 
 
 def verdict_of(contrast: dict[str, Any]) -> dict[str, Any]:
@@ -41,6 +41,6 @@ def verdict_of(contrast: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_verdict(contrast_path: str, output: str) -> dict[str, Any]:
-    verdict = verdict_of(read_record(contrast_path, "contrast"))
-    write_record(output, "verdict", verdict)
+    verdict = verdict_of(Contrast.read(contrast_path).as_json())
+    Verdict.create(**verdict).write(output)
     return verdict

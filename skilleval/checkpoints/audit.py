@@ -18,9 +18,10 @@ import numpy as np
 from safetensors import safe_open
 
 from skilleval.checkpoints.files import checkpoint_fingerprint, file_fingerprint
+from skilleval.checkpoints.records import CheckpointAudit
 from skilleval.provenance.record import provenance
 from skilleval.report.figures import save_figure
-from skilleval.storage.records import write_record
+from skilleval.storage.records import Check, write_record
 
 
 def shard_names(weights: Path) -> list[str]:
@@ -32,7 +33,6 @@ def shard_names(weights: Path) -> list[str]:
 
 def audit_checkpoint(checkpoint_id: str, weights: str, full_hash: bool = False) -> dict[str, Any]:
     path = Path(weights)
-    checks: list[dict[str, Any]] = []
     tensors = parameters = 0
     dtypes: Counter[str] = Counter()
     missing, unreadable = [], []
@@ -55,20 +55,14 @@ def audit_checkpoint(checkpoint_id: str, weights: str, full_hash: bool = False) 
                     parameters += math.prod(info.get_shape())
         except Exception as error:  # safetensors raises several error types on bad files
             unreadable.append(f"{name}: {error}")
-    checks.append(
-        {
-            "name": "all_shards_present",
-            "passed": not missing,
-            "detail": f"missing: {missing}" if missing else f"{len(names)} shard(s)",
-        }
-    )
-    checks.append(
-        {
-            "name": "all_shards_readable",
-            "passed": not unreadable,
-            "detail": "; ".join(unreadable) or "headers parse",
-        }
-    )
+    checks = [
+        Check(
+            "all_shards_present",
+            not missing,
+            f"missing: {missing}" if missing else f"{len(names)} shard(s)",
+        ),
+        Check("all_shards_readable", not unreadable, "; ".join(unreadable) or "headers parse"),
+    ]
     passed = not missing and not unreadable
     fingerprint = None
     if passed:
@@ -81,7 +75,7 @@ def audit_checkpoint(checkpoint_id: str, weights: str, full_hash: bool = False) 
         "checkpoint_id": checkpoint_id,
         "weights": str(path),
         "passed": passed,
-        "checks": checks,
+        "checks": [c.as_json() for c in checks],
         "shards": names,
         "missing_shards": missing,
         "tensor_count": tensors,
@@ -94,7 +88,7 @@ def audit_checkpoint(checkpoint_id: str, weights: str, full_hash: bool = False) 
 
 def write_audit(checkpoint_id: str, weights: str, output: str, full_hash: bool = False) -> None:
     audit = audit_checkpoint(checkpoint_id, weights, full_hash)
-    write_record(output, "checkpoint_audit", {**audit, "provenance": provenance()})
+    CheckpointAudit.create(**audit, provenance=provenance()).write(output)
 
 
 def _tensor_index(weights: Path) -> dict[str, Path]:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from skilleval.analysis.records import GateBeta, Verdict
 from skilleval.storage.records import read_record
 
 
@@ -24,7 +25,7 @@ def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [read_record(p, "verdict") for p in verdicts.values()]
+    rows = [Verdict.read(p) for p in verdicts.values()]
     colours = {
         "improves": "tab:green",
         "regresses": "tab:red",
@@ -34,23 +35,25 @@ def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: 
     }
     fig, ax = plt.subplots(figsize=(7, 0.55 * len(rows) + 1.2))
     for y, row in enumerate(reversed(rows)):
-        if row["estimate"] is None:
-            ax.text(0, y, f"{row['name']}: invalid", va="center", ha="center", fontsize=8)
+        if row.estimate is None or row.ci_low is None or row.ci_high is None:
+            ax.text(0, y, f"{row.name}: invalid", va="center", ha="center", fontsize=8)
             continue
-        err = [[row["estimate"] - row["ci_low"]], [row["ci_high"] - row["estimate"]]]
+        err = [[row.estimate - row.ci_low], [row.ci_high - row.estimate]]
         ax.errorbar(
-            row["estimate"],
+            row.estimate,
             y,
             xerr=err,
             fmt="o",
             capsize=4,
-            color=colours[row["verdict"]],
-            label=row["verdict"],
+            color=colours[row.verdict],
+            label=row.verdict,
         )
     ax.axvline(0, color="black", linewidth=0.8, linestyle="--")
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([r["name"] for r in reversed(rows)])
-    ax.set_xlabel(f"Delta reward (treatment - control), {rows[0]['confidence']:.0%} CI")
+    ax.set_yticklabels([r.name for r in reversed(rows)])
+    confidence = next((r.confidence for r in rows if r.confidence is not None), None)
+    interval = f", {confidence:.0%} CI" if confidence is not None else ""
+    ax.set_xlabel(f"Delta reward (treatment - control){interval}")
     ax.set_title(title)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
@@ -66,7 +69,7 @@ def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_pn
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    beta = read_record(beta_path, "gate_beta")
+    beta = GateBeta.read(beta_path)
     truth = (
         {
             c["chunk_id"]: c["true_effect"]
@@ -75,7 +78,7 @@ def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_pn
         if truth_check_path
         else {}
     )
-    chunks = sorted(beta["chunks"], key=lambda c: -c["beta"])
+    chunks = sorted(beta.chunks, key=lambda c: -c["beta"])
     xs = range(len(chunks))
     fig, ax = plt.subplots(figsize=(8, 3.8))
     ax.errorbar(

@@ -12,42 +12,43 @@ from typing import Any
 import pandas as pd
 
 from skilleval import paths
+from skilleval.analysis.records import GateBeta, Verdict
 from skilleval.report.latex import environment, fmt_ci, latex_escape
 from skilleval.report.writer import Section, write_table_set
-from skilleval.storage.records import read_record
+from skilleval.runs.records import RunSummary
 
 DAGGER = r"$^\dagger$"
 
 
-def _verdict_row(name: str, verdict: Mapping[str, Any]) -> dict[str, Any]:
+def _verdict_row(name: str, verdict: Verdict) -> dict[str, Any]:
     return {
         "contrast": name,
-        "description": verdict["description"],
-        "treatment": verdict["treatment"],
-        "control": verdict["control"],
-        "estimate": verdict["estimate"],
-        "ci_low": verdict["ci_low"],
-        "ci_high": verdict["ci_high"],
-        "confidence": verdict["confidence"],
-        "verdict": verdict["verdict"],
-        "note": verdict["reason"] if verdict["verdict"] == "invalid" else "",
+        "description": verdict.description,
+        "treatment": verdict.treatment,
+        "control": verdict.control,
+        "estimate": verdict.estimate,
+        "ci_low": verdict.ci_low,
+        "ci_high": verdict.ci_high,
+        "confidence": verdict.confidence,
+        "verdict": verdict.verdict,
+        "note": verdict.reason if verdict.verdict == "invalid" else "",
     }
 
 
-def _run_row(name: str, summary: Mapping[str, Any]) -> dict[str, Any]:
-    valid = summary["coverage"] >= 1.0 and summary["service"]["unchanged"]
+def _run_row(name: str, summary: RunSummary) -> dict[str, Any]:
+    valid = summary.coverage >= 1.0 and summary.service_unchanged
     return {
         "run": name,
-        "experiment": summary["experiment"],
-        "checkpoint": summary["checkpoint_id"],
-        "bank": summary["bank"] or "none",
-        "reward": summary["reward"],
-        "r_success": summary["r_success"],
-        "coverage": summary["coverage"],
-        "tokens_per_task": summary["tokens"]["mean_per_task"],
-        "n_tasks": summary["n_tasks"],
-        "protocol": summary["protocol"],
-        "split": summary["split"],
+        "experiment": summary.experiment,
+        "checkpoint": summary.checkpoint_id,
+        "bank": summary.bank or "none",
+        "reward": summary.metric("reward"),
+        "r_success": summary.metric("r_success"),
+        "coverage": summary.coverage,
+        "tokens_per_task": summary.tokens["mean_per_task"],
+        "n_tasks": summary.n_tasks,
+        "protocol": summary.protocol,
+        "split": summary.split,
         "valid": valid,
         "note": "" if valid else "coverage below 1 or service changed",
     }
@@ -56,10 +57,8 @@ def _run_row(name: str, summary: Mapping[str, Any]) -> dict[str, Any]:
 def main_table_frames(
     summaries: Mapping[str, str], verdicts: Mapping[str, str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    runs = [_run_row(name, read_record(path, "run_summary")) for name, path in summaries.items()]
-    contrasts = [
-        _verdict_row(name, read_record(path, "verdict")) for name, path in verdicts.items()
-    ]
+    runs = [_run_row(name, RunSummary.read(path)) for name, path in summaries.items()]
+    contrasts = [_verdict_row(name, Verdict.read(path)) for name, path in verdicts.items()]
     return pd.DataFrame(runs), pd.DataFrame(contrasts)
 
 
@@ -145,32 +144,28 @@ def ranking_frames(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = []
     for arm, summary_path, verdict_path in zip(arms, summaries, vs_free, strict=True):
-        s = read_record(summary_path, "run_summary")
-        v = read_record(verdict_path, "verdict")
+        s = RunSummary.read(summary_path)
+        v = Verdict.read(verdict_path)
         rows.append(
             {
                 "arm": arm["run"],
-                "bank": s["bank"],
-                "reward": s["reward"],
-                "r_success": s["r_success"],
-                "coverage": s["coverage"],
-                "delta_vs_free": v["estimate"],
-                "ci_low": v["ci_low"],
-                "ci_high": v["ci_high"],
-                "verdict": v["verdict"],
-                "note": v["reason"] if v["verdict"] == "invalid" else "",
-                "n_tasks": s["n_tasks"],
-                "split": s["split"],
-                "free": v["control"],
-                "confidence": v["confidence"],
+                "bank": s.bank,
+                "reward": s.metric("reward"),
+                "r_success": s.metric("r_success"),
+                "coverage": s.coverage,
+                "delta_vs_free": v.estimate,
+                "ci_low": v.ci_low,
+                "ci_high": v.ci_high,
+                "verdict": v.verdict,
+                "note": v.reason if v.verdict == "invalid" else "",
+                "n_tasks": s.n_tasks,
+                "split": s.split,
+                "free": v.control,
+                "confidence": v.confidence,
             }
         )
     contrasts = [
-        {
-            k: v
-            for k, v in _verdict_row(name, read_record(path, "verdict")).items()
-            if k in PAIRWISE_COLUMNS
-        }
+        {k: v for k, v in _verdict_row(name, Verdict.read(path)).items() if k in PAIRWISE_COLUMNS}
         for name, path in pairwise.items()
     ]
     return pd.DataFrame(rows), pd.DataFrame(contrasts)
@@ -219,7 +214,7 @@ def render_ranking_table(
         .render(
             sources=f"{paths.fill(paths.RUN_SUMMARY, run='rank-*')}, "
             f"{paths.fill(paths.VERDICT, contrast='rank-*')}, {beta_path}",
-            n_chunks=len(read_record(beta_path, "gate_beta")["chunks"]),
+            n_chunks=len(GateBeta.read(beta_path).chunks),
             split=latex_escape(first["split"]),
             n_tasks=int(first["n_tasks"]),
             k=int(arms[0]["k"]),

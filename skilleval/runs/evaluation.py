@@ -23,12 +23,12 @@ from skilleval.provenance.record import provenance
 from skilleval.runs.backends import make_environment, make_policy, make_service
 from skilleval.runs.inputs import RunInputs
 from skilleval.runs.journal import Journal
+from skilleval.runs.records import RunSummary
 from skilleval.runs.resolve import ResolvedRun, resolve
 from skilleval.runs.rollout import EpisodeResult, run_episode
 from skilleval.runs.runner import EpisodeFn, RetryPolicy, RunStats, run_episodes
 from skilleval.serving.gpu import allowed_devices, cards_for, gpu_lease
 from skilleval.storage import atomic
-from skilleval.storage.records import write_record
 
 log = logging.getLogger(__name__)
 
@@ -126,15 +126,16 @@ def evaluate(
         "provenance": provenance(),
     }
     atomic.write_jsonl(results_path, records)
-    write_record(summary_path, "run_summary", summary)
+    record = RunSummary.create(**summary)
+    record.write(summary_path)
     log.info(
         "run %s done: reward %.4f, r_success %.4f, coverage %.3f",
         inputs.run,
-        summary["reward"],
-        summary["r_success"],
-        summary["coverage"],
+        record.metric("reward"),
+        record.metric("r_success"),
+        record.coverage,
     )
-    return summary
+    return record.as_json()
 
 
 def _run_all(

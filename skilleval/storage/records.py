@@ -10,7 +10,9 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skilleval.errors import RecordVersionError
 from skilleval.storage import atomic
@@ -90,3 +92,42 @@ def read_records(path: str | Path, kind: str) -> list[dict[str, Any]]:
     for number, record in enumerate(records, start=1):
         check_version(kind, record, f"{path} line {number}")
     return records
+
+
+class Record(BaseModel):
+    """A typed record: fields checked on read, written back in the shape it was given.
+
+    Subclasses set ``kind``. Optional fields that were never set are left out of the
+    file, so a record's JSON keeps exactly the keys its writer gave it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: ClassVar[str]
+    format_version: int
+
+    @classmethod
+    def create(cls, **fields: Any) -> Self:
+        return cls.from_json(versioned(cls.kind, fields), f"new {cls.kind} record")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str) -> Self:
+        check_version(cls.kind, data, source)
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise RecordVersionError(
+                f"{source}: not a valid {cls.kind.replace('_', ' ')} record: {where}: "
+                f"{first['msg']}; rebuild it (snakemake --cores 1 --forcerun {source})"
+            ) from None
+
+    @classmethod
+    def read(cls, path: str | Path) -> Self:
+        return cls.from_json(read_record(path, cls.kind), str(path))
+
+    def as_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def write(self, path: str | Path) -> None:
+        atomic.write_json(path, self.as_json())

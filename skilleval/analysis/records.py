@@ -1,0 +1,81 @@
+"""The records analysis writes: contrasts, verdicts, Gate A betas and frozen banks."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from skilleval.storage.records import Check, Record
+
+VerdictWord = Literal["improves", "regresses", "inconclusive", "descriptive", "invalid"]
+
+
+class Contrast(Record):
+    """``treatment - control`` on one metric; without an estimate when a check failed."""
+
+    kind = "contrast"
+    name: str
+    description: str
+    causal: bool
+    checks: list[Check]
+    control: str
+    treatment: str
+    error: str | None
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    metric: str | None = None
+    control_fingerprint: str | None = None
+    treatment_fingerprint: str | None = None
+    protocol_fingerprint: str | None = None
+    control_mean: float | None = None
+    treatment_mean: float | None = None
+    confidence: float | None = None
+    method: str | None = None
+    n_pairs: int | None = None
+    n_resamples: int | None = None
+    seed: int | None = None
+    standard_error: float | None = None
+    distribution_quantiles: dict[str, float] | None = None
+    provenance: dict[str, Any]
+
+
+class Verdict(Record):
+    kind = "verdict"
+    name: str
+    description: str
+    control: str
+    treatment: str
+    metric: str | None
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float | None
+    verdict: VerdictWord
+    reason: str
+    checks: list[Check]
+
+
+class GateBeta(Record):
+    kind = "gate_beta"
+    chunks: list[dict[str, Any]]
+    diagnostics: dict[str, Any]
+    signed_order: list[str]
+    inputs: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def betas(self) -> dict[str, float]:
+        return {c["chunk_id"]: float(c["beta"]) for c in self.chunks}
+
+
+class FrozenBank(Record):
+    kind = "frozen_bank"
+    name: str
+    rule: str
+    k: int
+    seed: int | None
+    chunk_ids: list[str]
+    chunks: list[dict[str, str]]
+    betas: dict[str, float]
+    beta_sha256: str
+    source_bank: str
+    source_bank_hash: str

@@ -1,0 +1,25 @@
+"""The records checkpoint audits write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skilleval.storage.records import Check, Record
+
+
+class CheckpointAudit(Record):
+    """Shards present and readable, tensor counts and dtypes, and the content fingerprint."""
+
+    kind = "checkpoint_audit"
+    checkpoint_id: str
+    weights: str
+    passed: bool
+    checks: list[Check]
+    shards: list[str]
+    missing_shards: list[str]
+    tensor_count: int
+    parameter_count: int
+    dtypes: dict[str, int]
+    fingerprint: str | None
+    fingerprint_method: str
+    provenance: dict[str, Any]
