@@ -13,13 +13,17 @@ rule ablation_split:
     conda:
         "../envs/skilleval.yaml"
     params:
-        pool=INPUTS.split_pool,
+        code=code_fingerprint(modules=["skilleval.ablation.splits"]),
+        pool=ABLATION_INPUTS.split_pool,
     shell:
         "skilleval ablation split {wildcards.bench} {wildcards.ratio} --pool {params.pool}"
         " --output {output.split} > {log} 2>&1"
 
 
 rule ablation_run:
+    input:
+        # The matrix's content reaches the run through its plan fingerprint (params).
+        matrix=ancient(config["ablation"]["matrix"]),
     output:
         summary=paths.ABLATION_SUMMARY,
         audit=paths.ABLATION_AUDIT,
@@ -29,18 +33,19 @@ rule ablation_run:
         "../envs/skilleval.yaml"
     resources:
         api_runs=1,
-        memory_heavy=INPUTS.memory_heavy,
+        memory_heavy=ABLATION_INPUTS.memory_heavy,
     params:
-        matrix=config["ablation"]["matrix"],
-        fingerprint=INPUTS.ablation_fingerprint,
+        code=code_fingerprint(modules=["skilleval.ablation.run"]),
+        fingerprint=ABLATION_INPUTS.ablation_fingerprint,
     shell:
-        "skilleval ablation run {wildcards.run_id} --matrix {params.matrix}"
+        "skilleval ablation run {wildcards.run_id} --matrix {input.matrix}"
         " --summary {output.summary} --audit {output.audit} > {log} 2>&1"
 
 
 rule ablation_table:
     input:
-        INPUTS.ablation_table_files,
+        runs=ABLATION_INPUTS.ablation_table_files,
+        matrix=ancient(config["ablation"]["matrix"]),
     output:
         tex=paths.table("ablation_{bench}", "tex"),
         csv=paths.table("ablation_{bench}", "csv"),
@@ -56,14 +61,16 @@ rule ablation_table:
     conda:
         "../envs/skilleval.yaml"
     params:
-        matrix=config["ablation"]["matrix"],
+        code=rule_code("ablation_table.py", templates=["ablation_table.tex.j2"]),
+        layout=ABLATION_INPUTS.ablation_table_layout,
     script:
         "../scripts/ablation_table.py"
 
 
 rule harness_table:
     input:
-        INPUTS.harness_files,
+        runs=ABLATION_INPUTS.harness_files,
+        matrix=ancient(config["ablation"]["matrix"]),
     output:
         tex=paths.table("harness", "tex"),
         csv=paths.table("harness", "csv"),
@@ -78,14 +85,16 @@ rule harness_table:
     conda:
         "../envs/skilleval.yaml"
     params:
-        matrix=config["ablation"]["matrix"],
+        code=rule_code("harness_table.py", templates=["ablation_table.tex.j2"]),
+        layout=ABLATION_INPUTS.harness_layout,
     script:
         "../scripts/harness_table.py"
 
 
 rule ablation_figure:
     input:
-        INPUTS.ablation_figure_files,
+        runs=ABLATION_INPUTS.ablation_figure_files,
+        matrix=ancient(config["ablation"]["matrix"]),
     output:
         pdf=paths.figure("ablation_{group}", "pdf"),
         png=report(
@@ -98,6 +107,7 @@ rule ablation_figure:
     conda:
         "../envs/skilleval.yaml"
     params:
-        matrix=config["ablation"]["matrix"],
+        code=rule_code("ablation_figure.py"),
+        group=ABLATION_INPUTS.ablation_group,
     script:
         "../scripts/ablation_figure.py"

@@ -15,14 +15,17 @@ rule audit_checkpoint:
         f"{paths.LOGS}/audit/checkpoint-{{ckid}}.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        code=rule_code("audit_checkpoint.py"),
+        sources=INPUTS.checkpoint_sources,
     script:
         "../scripts/audit_checkpoint.py"
 
 
 rule audit_weight_diff:
     input:
-        base=config["checkpoints"]["base"]["path"],
-        final=config["checkpoints"]["final"]["path"],
+        base=SOURCES.input_file(config["checkpoints"]["base"]["path"]),
+        final=SOURCES.input_file(config["checkpoints"]["final"]["path"]),
     output:
         diff=paths.WEIGHT_DIFF,
         pdf=paths.figure("weight_change", "pdf"),
@@ -37,5 +40,13 @@ rule audit_weight_diff:
         "../envs/skilleval.yaml"
     resources:
         gpu=0,
+    params:
+        code=rule_code("audit_weight_diff.py"),
+        sources=SOURCES.digests(
+            {
+                "checkpoint_base": config["checkpoints"]["base"]["path"],
+                "checkpoint_final": config["checkpoints"]["final"]["path"],
+            }
+        ),
     script:
         "../scripts/audit_weight_diff.py"

@@ -1,12 +1,17 @@
 import sys
+from pathlib import Path
 
 from skilleval.ablation.plan import load_matrix
-from skilleval.config.checks import validate_config
+from skilleval.config.checks import check_input_files, validate_config
 from skilleval.config.loading import load_config_file
 from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan
-from skilleval.config.rule_inputs import RuleInputs
+from skilleval.config.rule_inputs import AblationInputs, RuleInputs, SourceFiles
 from skilleval.errors import ConfigError, GpuLeaseError
+from skilleval.provenance.code import code_fingerprint
 from skilleval.serving.gpu import check_requests, gpu_requests
+from skilleval.provenance.digests import FileDigests
+from skilleval.world.digests import world_digests
+from skilleval.world.generate import BANK_DESIGN, CHECKPOINT_PARAMETERS
 from skilleval import paths
 
 CONFIG_SOURCE = ", ".join(str(f) for f in workflow.configfiles) or "config"
@@ -25,14 +30,39 @@ try:
 except GpuLeaseError as error:
     sys.exit(f"skilleval: {error}")
 
+IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
+WORLD_DIGESTS = world_digests(config["world"], Path(".snakemake/skilleval"))
 PLAN = WorkflowPlan(config)
-INPUTS = RuleInputs(PLAN, MATRIX)
-GATE = PLAN.gate
+ABLATION_INPUTS = AblationInputs(MATRIX)
+SOURCES = SourceFiles(
+    [paths.RESULTS, PLAN.world_dir],
+    FileDigests(Path(".snakemake/skilleval/file-digests.json")),
+)
+INPUTS = RuleInputs(PLAN, WORLD_DIGESTS, SOURCES)
 WORLD_DIR = PLAN.world_dir
-RANKING_BANK = config["banks"][config["ranking"]["bank"]]["path"]
+WORLD_BUILDS = [
+    paths.fill(paths.WORLD_CHECKPOINT, world_dir=WORLD_DIR, checkpoint=name)
+    for name in CHECKPOINT_PARAMETERS
+] + [
+    paths.fill(paths.WORLD_BANK, world_dir=WORLD_DIR, bank=name) for name in BANK_DESIGN
+]
+WORLD_BUILDS += [paths.fill(paths.WORLD_SPLITS, world_dir=WORLD_DIR)]
+try:
+    check_input_files(config, CONFIG_SOURCE, SOURCES.is_built, WORLD_BUILDS)
+except ConfigError as error:
+    sys.exit(f"skilleval: invalid config\n{error}")
+SCRIPTS = Path(workflow.basedir) / "scripts"
+GATE = PLAN.gate
+RANKING_BANK_PATH = config["banks"][config["ranking"]["bank"]]["path"]
+RANKING_BANK = SOURCES.input_file(RANKING_BANK_PATH)
 BARE_VAL_RUN = INPUTS.run_outputs(config["ranking"]["bare_val_run"])
 BARE_VAL_INPUTS = PLAN.run_inputs(PLAN.runs[config["ranking"]["bare_val_run"]])
-IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
+
+
+def rule_code(script, templates=()):
+    """What a rule's outputs are computed by: its script, the package modules it
+    imports and its templates (params, so Snakemake's params trigger compares them)."""
+    return code_fingerprint(SCRIPTS / script, templates=templates)
 
 
 wildcard_constraints:

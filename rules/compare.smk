@@ -13,6 +13,7 @@ rule contrast:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("contrast.py"),
         spec=INPUTS.contrast_spec,
         statistics=config["statistics"],
     script:
@@ -32,5 +33,7 @@ rule verdict:
         f"{paths.LOGS}/verdicts/{{contrast}}.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        code=rule_code("verdict.py"),
     script:
         "../scripts/verdict.py"

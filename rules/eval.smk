@@ -15,6 +15,8 @@ rule eval_run:
         model_server=1,
         gpu=INPUTS.run_gpus,
     params:
+        code=rule_code("eval_run.py"),
+        sources=INPUTS.run_sources,
         inputs=INPUTS.run_params,
         journal_root=paths.JOURNAL_ROOT,
     script:

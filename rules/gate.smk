@@ -4,7 +4,7 @@
 rule gate_design:
     input:
         bank=RANKING_BANK,
-        split_file=BARE_VAL_INPUTS.split_file,
+        split_file=SOURCES.input_file(BARE_VAL_INPUTS.split_file),
     output:
         design=paths.GATE_DESIGN,
     log:
@@ -12,6 +12,10 @@ rule gate_design:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("gate_design.py"),
+        sources=SOURCES.digests(
+            {"bank": RANKING_BANK_PATH, "split_file": BARE_VAL_INPUTS.split_file}
+        ),
         design=INPUTS.design_params,
     script:
         "../scripts/gate_design.py"
@@ -31,6 +35,8 @@ rule gate_masked_run:
         model_server=1,
         gpu=INPUTS.run_gpus,
     params:
+        code=rule_code("eval_run.py"),
+        sources=INPUTS.run_sources,
         inputs=INPUTS.run_params,
         journal_root=paths.JOURNAL_ROOT,
     script:
@@ -50,6 +56,8 @@ rule gate_beta:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("gate_beta.py"),
+        sources=SOURCES.digests({"bank": RANKING_BANK_PATH}),
         masked=PLAN.designs["design"].runs,
         archive=paths.GATE_ARCHIVE,
     script:
@@ -67,6 +75,7 @@ rule gate_truth_check:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("gate_truth_check.py"),
         checkpoint=PLAN.runs[config["ranking"]["bare_val_run"]].checkpoint,
         bank=config["ranking"]["bank"],
     script:
@@ -86,6 +95,7 @@ rule gate_experiment_b:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("gate_experiment_b.py"),
         fresh=PLAN.designs["design-b"].runs,
         n_resamples=config["statistics"]["n_resamples"],
         seed=config["statistics"]["seed"],

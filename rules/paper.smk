@@ -29,8 +29,10 @@ rule paper_main_table:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("paper_main_table.py", templates=["main_table.tex.j2"]),
         runs=MAIN_RUNS,
         contrasts=MAIN_CONTRASTS,
+        descriptions={c: PLAN.contrasts[c].description for c in MAIN_CONTRASTS},
     script:
         "../scripts/paper_main_table.py"
 
@@ -50,6 +52,7 @@ rule paper_forest_plot:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("paper_forest_plot.py"),
         contrasts=MAIN_CONTRASTS,
     script:
         "../scripts/paper_forest_plot.py"
@@ -75,6 +78,7 @@ rule paper_ranking_table:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("paper_ranking_table.py", templates=["ranking_table.tex.j2"]),
         arms=[
             arm.as_json() | {"run": arm.run, "label": arm.label}
             for arm in PLAN.paper_arms
@@ -104,6 +108,8 @@ rule paper_beta_plot:
         f"{paths.LOGS}/paper/beta_plot.log",
     conda:
         "../envs/skilleval.yaml"
+    params:
+        code=rule_code("paper_beta_plot.py"),
     script:
         "../scripts/paper_beta_plot.py"
 
@@ -135,5 +141,7 @@ rule paper_pdf:
         f"{paths.LOGS}/paper/main_pdf.log",
     conda:
         "../envs/latex.yaml"
+    params:
+        code=rule_code("paper_pdf.py"),
     script:
         "../scripts/paper_pdf.py"

@@ -13,6 +13,8 @@ rule freeze_bank:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("freeze_bank.py"),
+        sources=SOURCES.digests({"bank": RANKING_BANK_PATH}),
         selection=INPUTS.frozen_arm,
     script:
         "../scripts/freeze_bank.py"

@@ -10,6 +10,7 @@ rule world_tasks:
     conda:
         "../envs/skilleval.yaml"
     params:
+        content=WORLD_DIGESTS.get("tasks"),
         world=config["world"],
     script:
         "../scripts/world_tasks.py"
@@ -25,6 +26,7 @@ rule world_checkpoint:
     conda:
         "../envs/skilleval.yaml"
     params:
+        content=INPUTS.world_checkpoint_digest,
         seed=config["world"]["seed"],
     script:
         "../scripts/world_checkpoint.py"
@@ -40,6 +42,7 @@ rule world_bank:
     conda:
         "../envs/skilleval.yaml"
     params:
+        content=INPUTS.world_bank_digest,
         seed=config["world"]["seed"],
     script:
         "../scripts/world_bank.py"
@@ -58,6 +61,7 @@ rule world_ground_truth:
     conda:
         "../envs/skilleval.yaml"
     params:
+        code=rule_code("world_ground_truth.py"),
         checkpoints=INPUTS.world_checkpoints(),
         banks=INPUTS.world_banks(),
         reference=INPUTS.ground_truth_reference(),

@@ -4,7 +4,7 @@ from skilleval.logs import logged
 with logged(snakemake.log[0]):
     group_figure(
         snakemake.wildcards.group,
-        snakemake.params.matrix,
+        snakemake.input.matrix,
         snakemake.output.pdf,
         snakemake.output.png,
     )

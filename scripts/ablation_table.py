@@ -3,5 +3,5 @@ from skilleval.logs import logged
 
 with logged(snakemake.log[0]):
     render_ablation_table(
-        snakemake.wildcards.bench, snakemake.params.matrix, dict(snakemake.output.items())
+        snakemake.wildcards.bench, snakemake.input.matrix, dict(snakemake.output.items())
     )

@@ -2,4 +2,4 @@ from skilleval.ablation.tables import render_harness_table
 from skilleval.logs import logged
 
 with logged(snakemake.log[0]):
-    render_harness_table(snakemake.params.matrix, dict(snakemake.output.items()))
+    render_harness_table(snakemake.input.matrix, dict(snakemake.output.items()))

@@ -5,5 +5,6 @@ with logged(snakemake.log[0]):
     render_main_table(
         dict(zip(snakemake.params.runs, snakemake.input.summaries, strict=True)),
         dict(zip(snakemake.params.contrasts, snakemake.input.verdicts, strict=True)),
+        snakemake.params.descriptions,
         dict(snakemake.output.items()),
     )

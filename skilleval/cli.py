@@ -33,7 +33,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         {
             **result,
             "name": "compare",
-            "description": "",
             "causal": True,
         }
     )

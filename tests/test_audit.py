@@ -72,7 +72,6 @@ def test_runs_on_a_checkpoint_that_lost_a_shard_are_invalid(
     verdict = verdict_of(
         {
             "name": "x",
-            "description": "",
             "causal": True,
             "checks": [c.as_json() for c in checks],
             "estimate": 0.1,

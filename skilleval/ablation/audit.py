@@ -112,7 +112,7 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     empty = float(summary.get("empty_response_fraction") or 0.0)
     rate = re.findall(rules["rate_limit_pattern"], files.log)
     crash = re.findall(rules["crash_pattern"], files.log)
-    started = dt.datetime.fromisoformat(summary["started_at"])
+    started = dt.datetime.fromisoformat(summary["provenance"]["started_at"])
     late = [
         f["name"]
         for f in rules["fixes"]

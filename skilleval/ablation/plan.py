@@ -9,6 +9,7 @@ skill per benchmark.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,23 @@ def resolve(overrides: dict[str, Any], matrix: dict[str, Any], bench: str) -> di
 
 def default_run_id(bench: str) -> str:
     return f"DEFAULT-{bench}-5.5"
+
+
+def group_rows(
+    matrix: dict[str, Any], planned: Iterable[str], group: str, bench: str
+) -> list[tuple[str, str, bool]]:
+    """(value, run id, reused default) of every point of one group on one benchmark.
+
+    A value whose run is not planned is the default setting: its row reuses the
+    benchmark's default run.
+    """
+    spec, ids = matrix["groups"][group], set(planned)
+    rows = []
+    for value in spec["values"]:
+        run_id = f"{spec['prefix']}-{bench}-{value}"
+        reused = run_id not in ids
+        rows.append((str(value), default_run_id(bench) if reused else run_id, reused))
+    return rows
 
 
 def ablation_runs(matrix: dict[str, Any]) -> list[PlannedRun]:

@@ -28,11 +28,9 @@ class AblationSummary(Record):
     batch_sizes: list[int] | None
     train_size: int | None
     empty_response_fraction: float | None
-    started_at: str
     trainer: str
     writers: int
     plan_fingerprint: str
-    finished_at: str
     provenance: dict[str, Any]
 
 

@@ -6,12 +6,12 @@ stay in the tables with a dagger and their reasons.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from skilleval.ablation.plan import PlannedRun, default_run_id, load_matrix, plan, run_files
+from skilleval.ablation.plan import PlannedRun, group_rows, load_matrix, plan, run_files
 from skilleval.ablation.records import AblationAudit, AblationSummary
 from skilleval.report.figures import save_figure
 from skilleval.report.latex import environment, latex_escape
@@ -35,15 +35,14 @@ def ablation_rows(
     matrix: dict[str, Any],
     planned: Mapping[str, PlannedRun],
     files: Mapping[str, tuple[str, str]],
+    groups: Sequence[str] | None = None,
 ) -> pd.DataFrame:
+    """One row per point of each group (all of the benchmark's groups by default)."""
     rows = []
     for group, spec in matrix["groups"].items():
-        if bench not in spec["benchmarks"]:
+        if bench not in spec["benchmarks"] or (groups is not None and group not in groups):
             continue
-        for value in spec["values"]:
-            run_id = f"{spec['prefix']}-{bench}-{value}"
-            reused = run_id not in planned
-            source = default_run_id(bench) if reused else run_id
+        for value, source, reused in group_rows(matrix, planned, group, bench):
             rows.append(
                 {
                     "group": group,
@@ -179,8 +178,7 @@ def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> No
     values = list(spec["values"])
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for bench in spec["benchmarks"]:
-        frame = ablation_rows(bench, matrix, planned, files)
-        frame = frame[frame["group"] == group]
+        frame = ablation_rows(bench, matrix, planned, files, groups=[group])
         ys = [frame.loc[frame["value"] == v, "best_test_score"].iloc[0] for v in values]
         ax.plot(range(len(values)), ys, marker="o", label=bench)
         for x, (_, r) in enumerate(frame.iterrows()):

@@ -248,6 +248,11 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
         result = (
             run_sim(run, matrix, out_root) if kind == "sim" else run_command(run, matrix, out_root)
         )
+        # When the run happened is provenance: the audit reads started_at from there.
+        timing = {
+            "started_at": result.pop("started_at"),
+            "finished_at": dt.datetime.now(dt.UTC).isoformat(),
+        }
         summary = {
             "run_id": run.run_id,
             **run.as_json(),
@@ -255,8 +260,7 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
             "trainer": kind,
             "writers": 1,
             "plan_fingerprint": plan_fingerprint(run, matrix),
-            "finished_at": dt.datetime.now(dt.UTC).isoformat(),
-            "provenance": provenance(),
+            "provenance": {**provenance(), **timing},
         }
         AblationSummary.create(**summary).write(summary_path)
         return summary

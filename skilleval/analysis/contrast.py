@@ -177,7 +177,6 @@ def build_contrast(
     checks = validity_checks(control, treatment, audits)
     contrast: dict[str, Any] = {
         "name": name,
-        "description": spec["description"],
         "causal": spec["causal"],
         "checks": [c.as_json() for c in checks],
     }

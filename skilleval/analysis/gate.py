@@ -196,8 +196,9 @@ def build_beta(
         "bank_hash": bank_hash(load_bank(bank_path)),
     }
     result["provenance"] = provenance()
-    GateBeta.create(**result).write(output)
-    history = Path(archive_dir) / file_sha256(output)[:16]
+    record = GateBeta.create(**result)
+    record.write(output)
+    history = Path(archive_dir) / record.content_sha256()[:16]
     history.mkdir(parents=True, exist_ok=True)
     shutil.copy(output, history / Path(output).name)
     return result

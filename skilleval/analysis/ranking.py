@@ -17,7 +17,6 @@ from skilleval.analysis.records import FrozenBank, GateBeta
 from skilleval.errors import SkillevalError
 from skilleval.provenance.record import provenance
 from skilleval.skills.bank import bank_hash, load_bank
-from skilleval.storage.hashing import file_sha256
 from skilleval.storage.records import read_record, write_record
 
 
@@ -56,7 +55,7 @@ def freeze_bank(
         "chunk_ids": chunk_ids,
         "chunks": [{"id": c, "text": skills[c].text} for c in chunk_ids],
         "betas": {c["chunk_id"]: c["beta"] for c in beta.chunks if c["chunk_id"] in chunk_ids},
-        "beta_sha256": file_sha256(beta_path),
+        "beta_sha256": beta.content_sha256(),
         "source_bank": bank_path,
         "source_bank_hash": bank_hash(list(skills.values())),
     }
@@ -135,7 +134,7 @@ def experiment_b(
         "n_observations": int(measured.size),
         "n_resamples": n_resamples,
         "seed": seed,
-        "beta_sha256": file_sha256(beta_path),
+        "beta_sha256": beta.content_sha256(),
         "provenance": provenance(),
     }
     write_record(output, "experiment_b", result)

@@ -14,7 +14,6 @@ class Contrast(Record):
 
     kind = "contrast"
     name: str
-    description: str
     causal: bool
     checks: list[Check]
     control: str
@@ -42,7 +41,6 @@ class Contrast(Record):
 class Verdict(Record):
     kind = "verdict"
     name: str
-    description: str
     control: str
     treatment: str
     metric: str | None

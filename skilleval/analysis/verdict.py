@@ -23,7 +23,6 @@ def verdict_of(contrast: dict[str, Any]) -> dict[str, Any]:
         verdict, reason = "inconclusive", f"{contrast['confidence']:.0%} CI contains 0"
     keys = (
         "name",
-        "description",
         "control",
         "treatment",
         "metric",

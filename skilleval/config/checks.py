@@ -6,7 +6,8 @@ naming the key, the bad value and the fix.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
 from typing import Any
 
 from skilleval.config.schema import validate_against_schema
@@ -184,3 +185,43 @@ def check_ranking(config: Mapping[str, Any], source: str) -> None:
 def validate_config(config: Mapping[str, Any], source: str) -> None:
     validate_against_schema(config, "config", source)
     check_cross_fields(config, source)
+
+
+def declared_files(config: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(config key, path) of every file the config names as an input."""
+    files = [(f"checkpoints.{n}.path", c["path"]) for n, c in config["checkpoints"].items()]
+    files += [(f"banks.{n}.path", b["path"]) for n, b in config["banks"].items()]
+    files += [
+        (f"protocols.{n}.tasks.split_file", p["tasks"]["split_file"])
+        for n, p in config["protocols"].items()
+    ]
+    return [*files, ("ablation.matrix", config["ablation"]["matrix"])]
+
+
+def check_input_files(
+    config: Mapping[str, Any],
+    source: str,
+    is_built: Callable[[str], bool],
+    buildable: Collection[str],
+) -> None:
+    """Every named input exists, or is a file the graph builds; checked before any job,
+    on a built tree as on an empty one, so stale numbers are never kept by mistake."""
+    for key, path in declared_files(config):
+        if not is_built(path):
+            if not Path(path).exists():
+                raise ConfigError(
+                    source,
+                    key,
+                    path,
+                    "file does not exist",
+                    "point the key at an existing file (paths are relative to the workflow "
+                    "directory) or restore the file",
+                )
+        elif path not in buildable:
+            raise ConfigError(
+                source,
+                key,
+                path,
+                "lies in a folder the graph builds, but no rule builds this file",
+                f"use one of the files the default world generates: {', '.join(sorted(buildable))}",
+            )

@@ -88,13 +88,12 @@ class ContrastPlan:
     table: Table
     metric: str = "reward"
 
-    def as_json(self) -> dict[str, Any]:
+    def spec(self) -> dict[str, Any]:
+        """What the contrast's numbers depend on (not its wording or table)."""
         return {
             "control": self.control,
             "treatment": self.treatment,
             "causal": self.causal,
-            "description": self.description,
-            "table": self.table,
             "metric": self.metric,
         }
 
@@ -274,7 +273,8 @@ class WorkflowPlan:
             run=plan.name,
             experiment=plan.experiment,
             protocol_name=plan.protocol,
-            protocol=protocol,
+            # The description is wording: it changes no result, so it is not an input.
+            protocol={k: v for k, v in protocol.items() if k != "description"},
             checkpoint_id=checkpoint["checkpoint_id"],
             checkpoint_path=checkpoint["path"],
             checkpoint_expected_fingerprint=checkpoint["fingerprint"],

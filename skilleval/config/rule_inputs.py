@@ -6,26 +6,59 @@ rules/common.smk builds one :class:`RuleInputs` and passes its bound methods to 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from skilleval import paths
-from skilleval.ablation.plan import PlannedRun, audit_path, plan_fingerprint
+from skilleval.ablation.plan import PlannedRun, audit_path, group_rows, plan_fingerprint
 from skilleval.ablation.plan import plan as plan_matrix
 from skilleval.checkpoints.files import shard_paths
 from skilleval.config.plan import RunPlan, WorkflowPlan
+from skilleval.provenance.digests import FileDigests
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.gpu import cards_for
 
 Wildcards = Any  # snakemake.io.Wildcards: attribute access to the job's wildcard values
 
 
+class SourceFiles:
+    """Inputs the graph does not build: their mtimes are ignored, their contents compared."""
+
+    def __init__(self, built_roots: Sequence[str], file_digests: FileDigests) -> None:
+        self.built_roots = [Path(root).parts for root in built_roots]
+        self.file_digests = file_digests
+
+    def is_built(self, path: str) -> bool:
+        parts = Path(path).parts
+        return any(parts[: len(root)] == root for root in self.built_roots)
+
+    def input_file(self, path: str) -> Any:
+        """A file the graph builds as it is; another one with its mtime ignored, since
+        its content digest in params decides (see provenance.digests)."""
+        from snakemake.io import ancient
+
+        return path if self.is_built(path) else ancient(path)
+
+    def digests(self, files: Mapping[str, str]) -> dict[str, str]:
+        return {
+            role: self.file_digests.digest(path, "checkpoint" if "checkpoint" in role else "file")
+            for role, path in files.items()
+            if not self.is_built(path)
+        }
+
+
 class RuleInputs:
-    def __init__(self, plan: WorkflowPlan, matrix: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        plan: WorkflowPlan,
+        world_digests: Mapping[str, str],
+        sources: SourceFiles,
+    ) -> None:
         self.plan = plan
-        self.matrix = matrix
-        self.ablation_runs: dict[str, PlannedRun] = {run.run_id: run for run in plan_matrix(matrix)}
+        self.world_digests = world_digests
+        self.sources = sources
 
     # evaluation runs ---------------------------------------------------------
 
@@ -37,8 +70,7 @@ class RuleInputs:
     def run_inputs(self, wildcards: Wildcards) -> RunInputs:
         return self.plan.run_inputs(self._run(wildcards))
 
-    def run_files(self, wildcards: Wildcards) -> dict[str, str]:
-        """The files a run reads, by role (checkpoint, split file, bank, design, catalogue)."""
+    def _run_paths(self, wildcards: Wildcards) -> dict[str, str]:
         inputs = self.run_inputs(wildcards)
         files = {"checkpoint": inputs.checkpoint_path, "split_file": inputs.split_file}
         if inputs.bank_path:
@@ -48,6 +80,16 @@ class RuleInputs:
         if inputs.backends["environment"] == "shopsim":
             files["catalogue"] = inputs.catalogue
         return files
+
+    def run_files(self, wildcards: Wildcards) -> dict[str, Any]:
+        """The files a run reads, by role (checkpoint, split file, bank, design, catalogue)."""
+        return {
+            role: self.sources.input_file(path) for role, path in self._run_paths(wildcards).items()
+        }
+
+    def run_sources(self, wildcards: Wildcards) -> dict[str, str]:
+        """Content digests of the run's inputs the graph does not build."""
+        return self.sources.digests(self._run_paths(wildcards))
 
     def run_params(self, wildcards: Wildcards) -> dict[str, Any]:
         return asdict(self.run_inputs(wildcards))
@@ -97,7 +139,7 @@ class RuleInputs:
         return self.run_outputs(self.plan.contrasts[wildcards.contrast].treatment)
 
     def contrast_spec(self, wildcards: Wildcards) -> dict[str, Any]:
-        return self.plan.contrasts[wildcards.contrast].as_json()
+        return self.plan.contrasts[wildcards.contrast].spec()
 
     def contrast_audits(self, wildcards: Wildcards) -> list[str]:
         contrast = self.plan.contrasts[wildcards.contrast]
@@ -114,6 +156,13 @@ class RuleInputs:
     def world_banks(self) -> dict[str, str]:
         return {name: b["path"] for name, b in self.plan.config["banks"].items()}
 
+    def world_checkpoint_digest(self, wildcards: Wildcards) -> str:
+        """What the generator would write for this checkpoint now (see world.digests)."""
+        return self.world_digests[f"checkpoint/{wildcards.checkpoint}"]
+
+    def world_bank_digest(self, wildcards: Wildcards) -> str:
+        return self.world_digests[f"bank/{wildcards.bank}"]
+
     def ground_truth_reference(self) -> dict[str, Any]:
         """The protocol the ground truth is computed under: that of the bare test run."""
         bare = self.plan.runs[self.plan.ranking["bare_test_run"]]
@@ -126,17 +175,29 @@ class RuleInputs:
 
     # checkpoints -------------------------------------------------------------
 
-    def checkpoint_weights(self, wildcards: Wildcards) -> str:
+    def _weights(self, wildcards: Wildcards) -> str:
         return str(self.plan.checkpoint_by_id(wildcards.ckid)["path"])
 
-    def checkpoint_shards(self, wildcards: Wildcards) -> list[str]:
+    def checkpoint_weights(self, wildcards: Wildcards) -> Any:
+        return self.sources.input_file(self._weights(wildcards))
+
+    def checkpoint_shards(self, wildcards: Wildcards) -> list[Any]:
         """Every shard an index file names, so a changed shard re-runs the audit."""
-        weights = self.checkpoint_weights(wildcards)
+        weights = self._weights(wildcards)
         if not weights.endswith(".index.json") or not Path(weights).exists():
             return []
-        return [str(shard) for shard in shard_paths(weights)]
+        return [self.sources.input_file(str(shard)) for shard in shard_paths(weights)]
 
-    # ablations ---------------------------------------------------------------
+    def checkpoint_sources(self, wildcards: Wildcards) -> dict[str, str]:
+        return self.sources.digests({"checkpoint": self._weights(wildcards)})
+
+
+class AblationInputs:
+    """Input functions of the ablation rules, answered from the planned matrix."""
+
+    def __init__(self, matrix: dict[str, Any]) -> None:
+        self.matrix = matrix
+        self.ablation_runs: dict[str, PlannedRun] = {run.run_id: run for run in plan_matrix(matrix)}
 
     def split_pool(self, wildcards: Wildcards) -> int:
         return int(self.matrix["benchmarks"][wildcards.bench]["pool"])
@@ -159,8 +220,28 @@ class RuleInputs:
         return self._ablation_files({wildcards.bench}, harness=False)
 
     def ablation_figure_files(self, wildcards: Wildcards) -> list[str]:
-        benchmarks = set(self.matrix["groups"][wildcards.group]["benchmarks"])
-        return self._ablation_files(benchmarks, harness=False)
+        """The runs of the group's points only, so another group's change leaves it alone."""
+        files = []
+        for bench in self.matrix["groups"][wildcards.group]["benchmarks"]:
+            for _, run_id, _ in group_rows(self.matrix, self.ablation_runs, wildcards.group, bench):
+                run = self.ablation_runs[run_id]
+                files += [run.summary_path, audit_path(run)]
+        return files
+
+    def ablation_table_layout(self, wildcards: Wildcards) -> list[tuple[str, str, str, bool]]:
+        """(group, value, run id, reused default) rows: what the table shows, not the file."""
+        return [
+            (group, *row)
+            for group, spec in self.matrix["groups"].items()
+            if wildcards.bench in spec["benchmarks"]
+            for row in group_rows(self.matrix, self.ablation_runs, group, wildcards.bench)
+        ]
+
+    def ablation_group(self, wildcards: Wildcards) -> dict[str, Any]:
+        return dict(self.matrix["groups"][wildcards.group])
+
+    def harness_layout(self, wildcards: Wildcards) -> dict[str, Any]:
+        return dict(self.matrix["harness"])
 
     def harness_files(self, wildcards: Wildcards) -> list[str]:
         return self._ablation_files(set(self.matrix["benchmarks"]), harness=True)

@@ -14,7 +14,8 @@ def save_figure(fig: Any, out_pdf: str, out_png: str) -> None:
     import matplotlib.pyplot as plt
 
     Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_pdf)
+    # No creation date: the same figure gives the same bytes on any day.
+    fig.savefig(out_pdf, metadata={"CreationDate": None})
     fig.savefig(out_png, dpi=150)
     plt.close(fig)
 

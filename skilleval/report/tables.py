@@ -20,10 +20,10 @@ from skilleval.runs.records import RunSummary
 DAGGER = r"$^\dagger$"
 
 
-def _verdict_row(name: str, verdict: Verdict) -> dict[str, Any]:
+def _verdict_row(name: str, verdict: Verdict, description: str = "") -> dict[str, Any]:
     return {
         "contrast": name,
-        "description": verdict.description,
+        "description": description,
         "treatment": verdict.treatment,
         "control": verdict.control,
         "estimate": verdict.estimate,
@@ -55,10 +55,14 @@ def _run_row(name: str, summary: RunSummary) -> dict[str, Any]:
 
 
 def main_table_frames(
-    summaries: Mapping[str, str], verdicts: Mapping[str, str]
+    summaries: Mapping[str, str], verdicts: Mapping[str, str], descriptions: Mapping[str, str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``descriptions`` come from config, so rewording one reruns only the table."""
     runs = [_run_row(name, RunSummary.read(path)) for name, path in summaries.items()]
-    contrasts = [_verdict_row(name, Verdict.read(path)) for name, path in verdicts.items()]
+    contrasts = [
+        _verdict_row(name, Verdict.read(path), descriptions[name])
+        for name, path in verdicts.items()
+    ]
     return pd.DataFrame(runs), pd.DataFrame(contrasts)
 
 
@@ -94,9 +98,12 @@ def _percent(confidence: float) -> str:
 
 
 def render_main_table(
-    summaries: Mapping[str, str], verdicts: Mapping[str, str], outputs: Mapping[str, str]
+    summaries: Mapping[str, str],
+    verdicts: Mapping[str, str],
+    descriptions: Mapping[str, str],
+    outputs: Mapping[str, str],
 ) -> None:
-    runs, contrasts = main_table_frames(summaries, verdicts)
+    runs, contrasts = main_table_frames(summaries, verdicts, descriptions)
     notes = Notes()
     run_cells = [
         {

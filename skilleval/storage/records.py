@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skilleval.errors import RecordVersionError
 from skilleval.storage import atomic
+from skilleval.storage.hashing import canonical_hash
 
 # One version per kind of record; bump it when a field changes meaning or shape.
 FORMAT_VERSIONS: dict[str, int] = {
@@ -131,3 +132,8 @@ class Record(BaseModel):
 
     def write(self, path: str | Path) -> None:
         atomic.write_json(path, self.as_json())
+
+    def content_sha256(self) -> str:
+        """Hash of the record without its provenance: equal for equal content, whenever
+        and wherever it was built."""
+        return canonical_hash({k: v for k, v in self.as_json().items() if k != "provenance"})

@@ -70,6 +70,20 @@ BANK_DESIGN = {
 }
 
 
+def world_task_files(
+    seed: int, n_categories: int, per_category: int, split_sizes: Mapping[str, int]
+) -> tuple[str, str]:
+    """The text of the catalogue and of the split file."""
+    rng = np.random.default_rng([seed, 1])
+    catalogue = generate_catalogue(rng, n_categories, per_category)
+    splits = {
+        name: [t.as_json() for t in generate_tasks(rng, catalogue, size, f"{name}")]
+        for name, size in split_sizes.items()
+    }
+    split_file = versioned("task_split", {"version": "v1", "world_seed": seed, **splits})
+    return json.dumps(catalogue_to_json(catalogue), indent=1), json.dumps(split_file, indent=1)
+
+
 def write_tasks(
     seed: int,
     n_categories: int,
@@ -78,19 +92,12 @@ def write_tasks(
     catalogue_path: Path,
     split_path: Path,
 ) -> None:
-    rng = np.random.default_rng([seed, 1])
-    catalogue = generate_catalogue(rng, n_categories, per_category)
-    splits = {
-        name: [t.as_json() for t in generate_tasks(rng, catalogue, size, f"{name}")]
-        for name, size in split_sizes.items()
-    }
-    catalogue_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(catalogue_path, json.dumps(catalogue_to_json(catalogue), indent=1))
-    split_file = versioned("task_split", {"version": "v1", "world_seed": seed, **splits})
-    atomic.write_text(split_path, json.dumps(split_file, indent=1))
+    catalogue, splits = world_task_files(seed, n_categories, per_category, split_sizes)
+    atomic.write_text(catalogue_path, catalogue)
+    atomic.write_text(split_path, splits)
 
 
-def write_checkpoint(seed: int, name: str, path: Path) -> None:
+def checkpoint_tensors(seed: int, name: str) -> dict[str, np.ndarray]:
     logits, receptivity = CHECKPOINT_PARAMETERS[name]
     rng = np.random.default_rng([seed, 2])
     tensors: dict[str, np.ndarray] = {
@@ -105,13 +112,19 @@ def write_checkpoint(seed: int, name: str, path: Path) -> None:
                 change = np.random.default_rng([seed, 3, layer]).standard_normal(weight.shape)
                 weight = weight + (0.02 * (layer + 1) * change).astype(np.float32)
             tensors[f"model.layers.{layer}.{proj}.weight"] = weight
+    return tensors
+
+
+def checkpoint_config() -> str:
+    return json.dumps({"model_type": "shopsim-policy", "decisions": list(DECISIONS)}, indent=1)
+
+
+def write_checkpoint(seed: int, name: str, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # One metadata key only: safetensors writes metadata in hash-map order, so several
     # keys would make the same checkpoint's bytes (and fingerprint) differ run to run.
-    save_file(tensors, str(path), metadata={"shopsim_checkpoint": name})
-    (path.parent / "config.json").write_text(
-        json.dumps({"model_type": "shopsim-policy", "decisions": list(DECISIONS)}, indent=1)
-    )
+    save_file(checkpoint_tensors(seed, name), str(path), metadata={"shopsim_checkpoint": name})
+    (path.parent / "config.json").write_text(checkpoint_config())
 
 
 def design_bank(
@@ -143,12 +156,16 @@ def design_bank(
     return skills
 
 
-def write_bank(seed: int, name: str, path: Path) -> None:
+def bank_text(seed: int, name: str) -> str:
     title, helpful, harmful, neutral, max_shift = BANK_DESIGN[name]
     rng = np.random.default_rng([seed, 4, sum(map(ord, name))])
-    skills = design_bank(rng, name.lower(), helpful, harmful, neutral, max_shift)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_markdown_bank(title, skills))
+    return render_markdown_bank(
+        title, design_bank(rng, name.lower(), helpful, harmful, neutral, max_shift)
+    )
+
+
+def write_bank(seed: int, name: str, path: Path) -> None:
+    atomic.write_text(path, bank_text(seed, name))
 
 
 def outcome_table(world: ShopWorld, tasks: Sequence[Task], max_steps: int) -> np.ndarray:

@@ -1,0 +1,126 @@
+"""Code as an input: the fingerprint of everything a rule's output is computed by.
+
+A rule's code is its script, every ``skilleval`` module the script imports (transitively,
+imports inside functions included, with the ``__init__`` of every package on the way)
+and the templates it renders. Python files are fingerprinted by their syntax tree with
+docstrings removed, so comments, docstrings and formatting never make evidence stale;
+templates by their bytes. Rules put the result in ``params``, where Snakemake's params
+trigger compares it with what the outputs were built with.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Iterable, Sequence
+from functools import cache
+from pathlib import Path
+
+PACKAGE = "skilleval"
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = PACKAGE_ROOT / "report" / "templates"
+DIGEST_CHARS = 16
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                node.body = node.body[1:] or [ast.Pass()]
+    return tree
+
+
+@cache
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+@cache
+def python_digest(path: Path) -> str:
+    """Hash of the file's syntax tree without docstrings: behaviour, not presentation."""
+    tree = _without_docstrings(ast.parse(path.read_text(), filename=str(path)))
+    dumped = ast.dump(tree, annotate_fields=False, include_attributes=False)
+    return hashlib.sha256(dumped.encode()).hexdigest()[:DIGEST_CHARS]
+
+
+def module_path(module: str) -> Path | None:
+    """The source file of a ``skilleval`` module, or None when the name is no module."""
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = PACKAGE_ROOT.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _package_chain(module: str) -> list[str]:
+    """The module and every package its import executes first."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    """``skilleval`` modules a file imports, wherever the import statement stands."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == PACKAGE)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] != PACKAGE:
+                continue
+            found.add(node.module)
+            found.update(
+                f"{node.module}.{a.name}"
+                for a in node.names
+                if module_path(f"{node.module}.{a.name}")
+            )
+    return found
+
+
+@cache
+def module_closure(entries: tuple[str, ...]) -> tuple[str, ...]:
+    """Every ``skilleval`` module that importing ``entries`` executes."""
+    seen: set[str] = set()
+    todo = [m for entry in entries for m in _package_chain(entry)]
+    while todo:
+        module = todo.pop()
+        path = module_path(module)
+        if module in seen or path is None:
+            continue
+        seen.add(module)
+        for imported in imported_modules(_parsed(path)):
+            todo.extend(_package_chain(imported))
+    return tuple(sorted(seen))
+
+
+def code_fingerprint(
+    script: str | Path | None = None,
+    modules: Sequence[str] = (),
+    templates: Iterable[str] = (),
+) -> dict[str, str]:
+    """File -> digest of everything a rule's outputs are computed by.
+
+    ``script`` is the rule's script (its skilleval imports are followed); ``modules``
+    are entry modules for rules that run the package another way (``shell:``);
+    ``templates`` are template names under skilleval/report/templates.
+    """
+    entries = list(modules)
+    digests: dict[str, str] = {}
+    if script is not None:
+        path = Path(script).resolve()
+        digests[f"scripts/{path.name}"] = python_digest(path)
+        entries += sorted(imported_modules(_parsed(path)))
+    for module in module_closure(tuple(sorted(entries))):
+        source = module_path(module)
+        assert source is not None, module  # the closure holds only modules with a file
+        digests[str(source.relative_to(PACKAGE_ROOT.parent))] = python_digest(source)
+    for name in templates:
+        template = TEMPLATES / name
+        digests[f"skilleval/report/templates/{name}"] = hashlib.sha256(
+            template.read_bytes()
+        ).hexdigest()[:DIGEST_CHARS]
+    return digests

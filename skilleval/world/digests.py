@@ -1,0 +1,65 @@
+"""What the world generator would write now, as digests, without writing it.
+
+World rules carry these digests in ``params``: an edit of the generator makes exactly
+the world files whose content it changes stale (one draft chunk's text: that bank
+only), where a code fingerprint would make every world file stale. The digests are
+cached under the generator's code fingerprint and the world config, so a dry run only
+regenerates in memory when one of them changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from skilleval.provenance.code import code_fingerprint
+from skilleval.storage import atomic
+from skilleval.storage.hashing import canonical_hash
+from skilleval.world.generate import (
+    BANK_DESIGN,
+    CHECKPOINT_PARAMETERS,
+    bank_text,
+    checkpoint_config,
+    checkpoint_tensors,
+    world_task_files,
+)
+
+
+def _digest(*parts: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "little") + part)
+    return digest.hexdigest()[:16]
+
+
+def generate_digests(world: Mapping[str, Any]) -> dict[str, str]:
+    seed = world["seed"]
+    catalogue, splits = world_task_files(
+        seed, world["categories"], world["products_per_category"], world["split_sizes"]
+    )
+    digests = {"tasks": _digest(catalogue.encode(), splits.encode())}
+    for name in CHECKPOINT_PARAMETERS:
+        tensors = checkpoint_tensors(seed, name)
+        parts = [
+            f"{k}{v.dtype}{v.shape}".encode() + v.tobytes() for k, v in sorted(tensors.items())
+        ]
+        digests[f"checkpoint/{name}"] = _digest(*parts, checkpoint_config().encode())
+    for name in BANK_DESIGN:
+        digests[f"bank/{name}"] = _digest(bank_text(seed, name).encode())
+    return digests
+
+
+def world_digests(world: Mapping[str, Any], cache_dir: Path) -> dict[str, str]:
+    """Digests of every generated world file, from the cache when nothing changed."""
+    key = canonical_hash({"code": code_fingerprint(modules=["skilleval.world.generate"]), **world})
+    cache = cache_dir / "world-digests.json"
+    if cache.exists():
+        cached = json.loads(cache.read_text())
+        if cached.get("key") == key:
+            return dict(cached["digests"])
+    digests = generate_digests(world)
+    atomic.write_json(cache, {"key": key, "digests": digests})
+    return digests
