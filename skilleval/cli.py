@@ -146,26 +146,25 @@ def cmd_serve_world(args: argparse.Namespace) -> int:
 
 
 def cmd_stale(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
-    from skilleval.config.checks import validate_config
-    from skilleval.config.loading import merged_config
-    from skilleval.provenance.stale import report, stale_items
+    from skilleval.provenance.stale import report, stale_jobs
 
-    files = args.configfile or ["config/config.yaml"]
-    root = Path(args.root)
-    config = merged_config([str(root / f) for f in files])
-    validate_config(config, ", ".join(files))
-    items = list(stale_items(config, root))
-    print(json.dumps(items, indent=1) if args.json else report(items))
-    return 1 if items else 0
+    config, root = _config(args)
+    jobs = stale_jobs(config, root, args.configfile or [], args.targets or ["paper"])
+    print(json.dumps([j.as_json() for j in jobs], indent=1) if args.json else report(jobs))
+    return 1 if jobs else 0
 
 
 def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """The config as Snakemake sees it: config/config.yaml extended by each --configfile."""
+    from skilleval.config.checks import validate_config
     from skilleval.config.loading import merged_config
 
     root = Path(args.root)
-    return merged_config([str(root / f) for f in args.configfile or ["config/config.yaml"]]), root
+    files = ["config/config.yaml", *(args.configfile or [])]
+    config = merged_config([str(root / f) for f in files])
+    validate_config(config, ", ".join(files))
+    return config, root
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
@@ -251,7 +250,8 @@ def _add_stale(sub: Any) -> None:
     stale = sub.add_parser("stale", help="stale or missing results and the paper cells they feed")
     stale.add_argument("--configfile", action="append", help="as given to snakemake (repeatable)")
     stale.add_argument("--root", default=".", help="workflow directory")
-    stale.add_argument("--json", action="store_true")
+    stale.add_argument("--json", action="store_true", help="print the stale jobs as JSON")
+    stale.add_argument("targets", nargs="*", help="snakemake targets (default: paper)")
     stale.set_defaults(func=cmd_stale)
 
 

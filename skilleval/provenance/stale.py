@@ -1,78 +1,194 @@
-"""What is stale, and which paper numbers it touches, in words.
+"""What is stale and why, in words: Snakemake's own dry run, explained.
 
-Compares what each built result recorded (protocol values, checkpoint fingerprint,
-chunk hashes, split hash; the ablation plan fingerprint) with what config and input
-files say now, and maps every stale or missing result to the table cells it feeds:
-"Table main, final-ST: protocol sampling.temperature 0.6 -> 0.7". Works from files
-alone, without building Snakemake's DAG, so it answers in well under a second.
+There is one oracle: the stale outputs are exactly those of the jobs ``snakemake -n``
+would run. This module runs that dry run, decodes each job's reason (which code file,
+which config value, which input's content changed) and names the paper cells the
+outputs feed: "Table main, s0-gain: statistics.n_resamples 10000 -> 2000".
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
+import ast
+import re
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skilleval import paths
-from skilleval.ablation.plan import load_matrix, plan
-from skilleval.ablation.status import run_status
-from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.config.plan import WorkflowPlan
-from skilleval.skills.bank import bank_hash, load_bank
-from skilleval.storage.hashing import file_sha256
+from skilleval.errors import SkillevalError
+
+NOTHING = "<nothing exclusive>"
+REBUILT = "rebuilt after its inputs: "
+PARAMS_CHANGE = re.compile(r"before: (?P<before>.*?) now: (?P<now>.*?)\s*$")
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{prefix}{key}."))
+@dataclass(frozen=True)
+class StaleJob:
+    rule: str
+    outputs: tuple[str, ...]
+    reasons: tuple[str, ...]
+    cells: tuple[str, ...] = field(default=())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "outputs": list(self.outputs),
+            "reasons": list(self.reasons),
+            "cells": list(self.cells),
+        }
+
+
+def dry_run(root: Path, configfiles: Sequence[str], targets: Sequence[str]) -> str:
+    """The text of ``snakemake -n`` in ``root``, as a user would run it."""
+    command = [sys.executable, "-m", "snakemake", "-n", "--directory", str(root)]
+    if configfiles:
+        command += ["--configfile", *configfiles]
+    done = subprocess.run(
+        [*command, *targets], cwd=root, capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        raise SkillevalError(
+            f"snakemake -n failed in {root}:\n{(done.stderr or done.stdout)[-3000:]}"
+        )
+    return done.stdout + done.stderr
+
+
+def parse_jobs(text: str) -> list[tuple[str, list[str], str]]:
+    """(rule, outputs, reason) of every job a dry run lists."""
+    jobs: list[tuple[str, list[str], str]] = []
+    rule: str | None = None
+    outputs: list[str] = []
+    reason = ""
+    for line in [*text.splitlines(), ""]:
+        stripped = line.strip()
+        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
+            rule, outputs, reason = stripped.split()[1].rstrip(":"), [], ""
+        elif rule and stripped.startswith("output:"):
+            outputs = [o.strip() for o in stripped[len("output:") :].split(",") if o.strip()]
+        elif rule and stripped.startswith("reason:"):
+            reason = stripped[len("reason:") :].strip()
+        elif rule and (not stripped or stripped.startswith("[")):
+            jobs.append((rule, outputs, reason))
+            rule = None
+    return jobs
+
+
+def literals(text: str) -> list[Any]:
+    """The values of a comma-joined list of Python reprs (how Snakemake prints params)."""
+    text = text.strip()
+    if not text or text == NOTHING:
+        return []
+    values, pending = [], ""
+    for piece in text.split(","):
+        pending = f"{pending},{piece}" if pending else piece
+        try:
+            values.append(ast.literal_eval(pending.strip()))
+        except (ValueError, SyntaxError):
+            continue
+        pending = ""
+    return values
+
+
+def _config_path(config: Mapping[str, Any], value: Mapping[str, Any], prefix: str = "") -> str:
+    """Where in config a mapping with these keys lives (empty when nowhere)."""
+    for key, item in config.items():
+        if isinstance(item, Mapping):
+            if set(item) == set(value):
+                return f"{prefix}{key}"
+            found = _config_path(item, value, f"{prefix}{key}.")
+            if found:
+                return found
+    return ""
+
+
+def _differences(old: Any, new: Any, path: str) -> Iterator[str]:
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted(set(old) | set(new), key=str):
+            yield from _differences(old.get(key), new.get(key), f"{path}.{key}".lstrip("."))
+    elif old != new:
+        yield f"{path or 'value'} {old!r} -> {new!r}"
+
+
+def _is_code(value: Any) -> bool:
+    return isinstance(value, Mapping) and any(str(k).endswith((".py", ".j2")) for k in value)
+
+
+def describe_params(before: list[Any], now: list[Any], config: Mapping[str, Any]) -> list[str]:
+    """Phrases for the params that differ: code files, config values, input contents."""
+    phrases: list[str] = []
+    unmatched_new = list(now)
+    for old in before:
+        new = next((n for n in unmatched_new if _same_kind(old, n)), None)
+        if new is not None:
+            unmatched_new.remove(new)
+        if _is_code(old) or _is_code(new):
+            old_code, new_code = old or {}, new or {}
+            changed = sorted(
+                f for f in set(old_code) | set(new_code) if old_code.get(f) != new_code.get(f)
+            )
+            phrases += [f"code: {f}" for f in changed]
+        elif isinstance(old, str) and isinstance(new, str) and re.fullmatch(r"[0-9a-f]{16}", old):
+            phrases.append("generated content changed (world generator)")
+        elif isinstance(old, Mapping) and isinstance(new, Mapping):
+            prefix = _config_path(config, new)
+            phrases += list(_differences(old, new, prefix))
         else:
-            flat[f"{prefix}{key}"] = value
-    return flat
+            phrases.append(f"a parameter changed: {old!r} -> {new!r}")
+    phrases += [f"new parameter {n!r}" for n in unmatched_new]
+    return phrases
 
 
-def run_changes(summary: dict[str, Any], inputs: Any, root: Path) -> list[str]:
-    """Why a built run no longer matches its inputs, one phrase per difference."""
-    reasons = []
-    old = flatten(summary.get("protocol_values", {}))
-    new = flatten({k: v for k, v in inputs.protocol.items() if k != "description"})
-    for key in sorted(set(old) | set(new)):
-        if old.get(key) != new.get(key):
-            reasons.append(f"protocol {key} {old.get(key)!r} -> {new.get(key)!r}")
-    weights = root / inputs.checkpoint_path
-    if not weights.exists():
-        reasons.append(f"checkpoint {inputs.checkpoint_id} weights missing ({weights})")
-    elif checkpoint_fingerprint(weights) != summary.get("checkpoint_fingerprint"):
-        reasons.append(f"checkpoint {inputs.checkpoint_id} weights changed")
-    if inputs.bank_path:
-        bank = root / inputs.bank_path
-        if not bank.exists():
-            reasons.append(f"bank {inputs.bank_name} missing")
-        else:
-            now = {s.chunk_id: bank_hash([s])[:16] for s in load_bank(bank)}
-            before = summary.get("chunk_hashes", {})
-            for chunk in sorted(set(now) | set(before)):
-                if now.get(chunk) != before.get(chunk):
-                    state = (
-                        "added"
-                        if chunk not in before
-                        else "removed"
-                        if chunk not in now
-                        else "changed"
-                    )
-                    reasons.append(f"bank {inputs.bank_name} chunk {chunk} {state}")
-    split = root / inputs.split_file
-    if split.exists() and file_sha256(split) != summary.get("split_hash"):
-        reasons.append("task split file changed")
-    return reasons
+def _same_kind(old: Any, new: Any) -> bool:
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        return _is_code(old) == _is_code(new) and bool(set(old) & set(new))
+    return type(old) is type(new)
+
+
+def explain(reason: str, config: Mapping[str, Any]) -> list[str]:
+    """Snakemake's reason for one job, in the project's words."""
+    phrases: list[str] = []
+    for part in re.split(r";\s*(?=[A-Z])", reason):
+        part = part.strip()
+        change = PARAMS_CHANGE.search(part)
+        if part.startswith("Params have changed") and change:
+            phrases += describe_params(literals(change["before"]), literals(change["now"]), config)
+        elif part.startswith("Missing output files"):
+            phrases.append("not built yet (or removed/archived)")
+        elif part.startswith("Input files updated by another job"):
+            files = part.split(":", 1)[1].strip()
+            phrases.append(f"{REBUILT}{files}")
+        elif part.startswith("Updated input files"):
+            phrases.append(f"input changed: {part.split(':', 1)[1].strip()}")
+        elif part.startswith("Forced execution"):
+            phrases.append("forced (-f/-R/--forcerun)")
+        elif part:
+            phrases.append(part)
+    return phrases
+
+
+def cells_of_output(output: str, plan: WorkflowPlan) -> list[str]:
+    """The paper cells an output feeds, in words."""
+    parts = Path(output).parts
+    if parts[:2] == ("paper", "tables") or parts[:2] == ("paper", "figures"):
+        kind = "Table" if parts[1] == "tables" else "Figure"
+        return [f"{kind} {Path(output).stem}"]
+    if parts[:2] == ("results", "runs"):
+        return cells_of_run(plan, parts[2])
+    if parts[:2] in (("results", "contrasts"), ("results", "verdicts")):
+        contrast = plan.contrasts.get(Path(output).stem)
+        return [f"Table {contrast.table}, {contrast.name}"] if contrast else []
+    if parts[:2] in (("results", "gate"), ("results", "banks")):
+        return ["Table ranking, every arm (gate betas)"]
+    if parts[:2] == ("results", "ablation") and len(parts) > 3 and parts[2] != "splits":
+        return [f"Table ablation_{parts[2]}, {parts[3]}"]
+    return []
 
 
 def cells_of_run(plan: WorkflowPlan, run: str) -> list[str]:
-    cells = []
-    if run in plan.main_runs:
-        cells.append(f"Table main, {run}")
+    cells = [f"Table main, {run}"] if run in plan.main_runs else []
     for name, spec in plan.contrasts.items():
         if run in (spec.control, spec.treatment) and spec.table != "extra":
             cells.append(f"Table {spec.table}, {name}")
@@ -83,46 +199,58 @@ def cells_of_run(plan: WorkflowPlan, run: str) -> list[str]:
     return cells
 
 
-def stale_items(config: dict[str, Any], root: Path) -> Iterator[dict[str, Any]]:
+def stale_jobs(
+    config: dict[str, Any], root: Path, configfiles: Sequence[str], targets: Sequence[str]
+) -> list[StaleJob]:
     plan = WorkflowPlan(config)
-    gate_cells = ["Table ranking, every arm (gate betas)"]
-    runs = [(run, paths.fill(paths.RUN_SUMMARY, run=name)) for name, run in plan.runs.items()]
-    runs += [
-        (run, paths.fill(paths.GATE_RUN_SUMMARY, gate=plan.gate, masked=masked))
-        for masked, run in plan.masked.items()
-        if masked in plan.designs["design"].runs
+    parsed = [
+        (rule, outputs, explain(reason, config))
+        for rule, outputs, reason in parse_jobs(dry_run(root, configfiles, targets))
+        if outputs
     ]
-    for run, summary_file in runs:
-        summary_path = root / summary_file
-        if not summary_path.exists():
-            reasons = ["not built yet"]
-        else:
-            summary = json.loads(summary_path.read_text())
-            reasons = run_changes(summary, plan.run_inputs(run), root)
-        cells = gate_cells if run.mask else cells_of_run(plan, run.name)
-        if reasons and (cells or summary_path.exists()):  # unbuilt optional runs feed nothing
-            yield {"result": summary_file, "reasons": reasons, "cells": cells}
-    yield from stale_ablation(config, root)
+    causes = root_causes(parsed)
+    return [
+        StaleJob(
+            rule,
+            tuple(outputs),
+            tuple(causes[i]),
+            tuple(sorted({c for o in outputs for c in cells_of_output(o, plan)})),
+        )
+        for i, (rule, outputs, _) in enumerate(parsed)
+    ]
 
 
-def stale_ablation(config: dict[str, Any], root: Path) -> Iterator[dict[str, Any]]:
-    matrix = load_matrix(root / config["ablation"]["matrix"])
-    for run in plan(matrix):
-        status = run_status(run, matrix, root)
-        if status in ("stale", "pending"):
-            table = "harness" if run.harness else f"ablation_{run.benchmark}"
-            yield {
-                "result": run.summary_path,
-                "reasons": ["ablation plan changed" if status == "stale" else "not built yet"],
-                "cells": [f"Table {table}, {run.group}={run.value} ({run.run_id})"],
-            }
+def root_causes(jobs: Sequence[tuple[str, list[str], list[str]]]) -> list[list[str]]:
+    """Each job's own reasons, with "rebuilt after its inputs" replaced by the reasons of
+    the jobs that rebuild those inputs, so every line names the edit behind it."""
+    producer = {output: i for i, (_, outputs, _) in enumerate(jobs) for output in outputs}
+    resolved: dict[int, list[str]] = {}
+
+    def resolve(index: int, seen: frozenset[int]) -> list[str]:
+        if index in resolved:
+            return resolved[index]
+        reasons: list[str] = []
+        for phrase in jobs[index][2]:
+            if not phrase.startswith(REBUILT):
+                reasons.append(phrase)
+                continue
+            for file in phrase.removeprefix(REBUILT).split(", "):
+                upstream = producer.get(file.strip())
+                if upstream is not None and upstream not in seen:
+                    reasons += resolve(upstream, seen | {upstream})
+        resolved[index] = list(dict.fromkeys(reasons)) or list(jobs[index][2])
+        return resolved[index]
+
+    return [resolve(i, frozenset({i})) for i in range(len(jobs))]
 
 
-def report(items: list[dict[str, Any]]) -> str:
-    if not items:
+def report(jobs: list[StaleJob]) -> str:
+    if not jobs:
         return "Nothing is stale: every paper number is built from the current inputs."
     lines = []
-    for item in items:
-        for cell in item["cells"] or ["(no paper cell)"]:
-            lines.append(f"{cell}: {'; '.join(item['reasons'])}")
-    return "\n".join(sorted(set(lines))) + f"\n{len(items)} stale or missing result(s)."
+    for job in jobs:
+        why = "; ".join(job.reasons) or "stale"
+        for cell in job.cells or [f"(no paper cell) {', '.join(job.outputs)}"]:
+            lines.append(f"{cell}: {why}")
+    outputs = sum(len(j.outputs) for j in jobs)
+    return "\n".join(sorted(set(lines))) + f"\n{len(jobs)} stale job(s), {outputs} output(s)."
