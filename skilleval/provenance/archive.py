@@ -7,8 +7,11 @@ moves them; --delete deletes them. Registered checkpoints and banks are never to
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +54,12 @@ def _stamp() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def archive_run(run: str, reason: str, config: dict[str, Any], root: Path) -> Path:
+def archive_run(
+    run: str,
+    reason: str,
+    config: dict[str, Any],
+    root: Path,
+) -> Path:
     paths = run_paths(run, root)
     if not paths:
         raise SkillevalError(f"nothing to archive for run {run!r} under {root / 'results'}")
@@ -62,6 +70,12 @@ def archive_run(run: str, reason: str, config: dict[str, Any], root: Path) -> Pa
         shutil.move(
             str(path), target / path.relative_to(root / "results").as_posix().replace("/", "__")
         )
+    moved = [str(p.relative_to(root)) for p in paths]
+    dependents = [d for d in dependents_of(root, moved) if (root / d).exists()]
+    for dependent in dependents:
+        destination = target / "dependents" / dependent
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(root / dependent), destination)
     write_record(
         target / "why.json",
         "archive_note",
@@ -69,10 +83,38 @@ def archive_run(run: str, reason: str, config: dict[str, Any], root: Path) -> Pa
             "run": run,
             "reason": reason,
             "archived_at": _stamp(),
-            "moved": [str(p.relative_to(root)) for p in paths],
+            "moved": moved,
+            "dependents_moved": dependents,
         },
     )
     return target
+
+
+def dependents_of(root: Path, files: Sequence[str]) -> list[str]:
+    """Every output built, directly or not, from ``files``, by Snakemake's own records.
+
+    Snakemake does not rebuild a missing intermediate file while the outputs made from
+    it are present, so archiving a run also archives what was built from it: the next
+    build then redoes the run and everything that depends on it.
+    """
+    records = {}
+    for record in (root / ".snakemake" / "metadata").glob("*"):
+        try:
+            output = base64.b64decode(record.name.replace("@", "/")).decode()
+            records[output] = json.loads(record.read_text()).get("input", [])
+        except (ValueError, OSError):
+            continue
+    found: list[str] = []
+    frontier = [f.rstrip("/") for f in files]
+    while frontier:
+        wanted = frontier
+        frontier = []
+        for output, inputs in sorted(records.items()):
+            hit = any(i == w or i.startswith(f"{w}/") for i in inputs for w in wanted)
+            if hit and output not in found:
+                found.append(output)
+                frontier.append(output)
+    return found
 
 
 def clean_run(run: str, config: dict[str, Any], root: Path, mode: str) -> list[Path]:
