@@ -9,6 +9,7 @@ from skilleval.config.rule_inputs import AblationInputs, RuleInputs, SourceFiles
 from skilleval.errors import ConfigError, GpuLeaseError
 from skilleval.provenance.code import code_fingerprint
 from skilleval.serving.gpu import check_requests, gpu_requests
+from skilleval.storage.hashing import canonical
 from skilleval.provenance.digests import FileDigests
 from skilleval.world.digests import world_digests
 from skilleval.world.generate import BANK_DESIGN, CHECKPOINT_PARAMETERS

@@ -15,7 +15,7 @@ rule contrast:
     params:
         code=rule_code("contrast.py"),
         spec=INPUTS.contrast_spec,
-        statistics=config["statistics"],
+        statistics=canonical(config["statistics"]),
     script:
         "../scripts/contrast.py"
 

@@ -11,7 +11,7 @@ rule world_tasks:
         "../envs/skilleval.yaml"
     params:
         content=WORLD_DIGESTS.get("tasks"),
-        world=config["world"],
+        world=canonical(config["world"]),
     script:
         "../scripts/world_tasks.py"
 
@@ -62,8 +62,8 @@ rule world_ground_truth:
         "../envs/skilleval.yaml"
     params:
         code=rule_code("world_ground_truth.py"),
-        checkpoints=INPUTS.world_checkpoints(),
-        banks=INPUTS.world_banks(),
+        checkpoints=canonical(INPUTS.world_checkpoints()),
+        banks=canonical(INPUTS.world_banks()),
         reference=INPUTS.ground_truth_reference(),
     script:
         "../scripts/world_ground_truth.py"

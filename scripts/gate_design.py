@@ -1,4 +1,4 @@
-from skilleval.analysis.gate import write_design
+from skilleval.analysis.design import write_design
 from skilleval.logs import logged
 
 with logged(snakemake.log[0]):

@@ -6,7 +6,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from skilleval.analysis.gate import build_design, fit_gate
+from skilleval.analysis.design import build_design
+from skilleval.analysis.gate import fit_gate
 from skilleval.analysis.ranking import select_chunks
 from skilleval.analysis.records import GateBeta
 

@@ -1,7 +1,7 @@
-"""Gate A: the mask design, masked-run observations and per-chunk signed effects.
+"""Gate A: masked-run observations and per-chunk signed effects.
 
-The design comes from config seeds before any result is seen. Each gate result is also
-kept under results/archive/gate/ by content hash, so a rebuilt gate never loses the old one.
+Each gate result is also kept under results/archive/gate/ by content hash, so a rebuilt
+gate never loses the old one.
 
 The per-task paired delta (masked run minus bare run, same task) is regressed on the
 0/1 mask matrix without an intercept: a task with no chunk in its mask should show no
@@ -26,10 +26,9 @@ from skilleval.analysis.contrast import RunRecords
 from skilleval.analysis.records import GateBeta
 from skilleval.errors import ComparisonError
 from skilleval.provenance.record import provenance
-from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.storage.hashing import file_sha256
-from skilleval.storage.records import read_record, write_record
+from skilleval.storage.records import read_record
 
 
 @dataclass(frozen=True)
@@ -111,40 +110,6 @@ def fit_gate(masks: np.ndarray, deltas: np.ndarray, chunk_ids: tuple[str, ...]) 
         r_squared_uncentred=1 - float(residuals @ residuals) / total if total > 0 else 0.0,
         condition_number=float(np.linalg.cond(masks)),
     )
-
-
-def build_design(
-    chunk_ids: Sequence[str],
-    task_ids: Sequence[str],
-    run_names: Sequence[str],
-    inclusion_probability: float,
-    seed: int,
-) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    runs = {}
-    for name in run_names:
-        bits = rng.random((len(task_ids), len(chunk_ids))) < inclusion_probability
-        runs[name] = {t: [int(b) for b in row] for t, row in zip(task_ids, bits, strict=True)}
-    return {
-        "chunk_ids": list(chunk_ids),
-        "seed": seed,
-        "inclusion_probability": inclusion_probability,
-        "runs": runs,
-    }
-
-
-def write_design(
-    bank_path: str,
-    split_file: str,
-    split: str,
-    runs: Sequence[str],
-    probability: float,
-    seed: int,
-    output: str,
-) -> None:
-    chunk_ids = [s.chunk_id for s in load_bank(bank_path)]
-    task_ids = load_task_ids(split_file, split)
-    write_record(output, "gate_design", build_design(chunk_ids, task_ids, runs, probability, seed))
 
 
 def gate_observations(

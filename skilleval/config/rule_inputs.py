@@ -19,6 +19,7 @@ from skilleval.config.plan import RunPlan, WorkflowPlan
 from skilleval.provenance.digests import FileDigests
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.gpu import cards_for
+from skilleval.storage.hashing import canonical
 
 Wildcards = Any  # snakemake.io.Wildcards: attribute access to the job's wildcard values
 
@@ -92,7 +93,7 @@ class RuleInputs:
         return self.sources.digests(self._run_paths(wildcards))
 
     def run_params(self, wildcards: Wildcards) -> dict[str, Any]:
-        return asdict(self.run_inputs(wildcards))
+        return dict(canonical(asdict(self.run_inputs(wildcards))))
 
     def run_gpus(self, wildcards: Wildcards) -> int:
         protocol = self.plan.config["protocols"][self._run(wildcards).protocol]
@@ -104,11 +105,11 @@ class RuleInputs:
         design = self.plan.designs[wildcards.design]
         bare = self.plan.run_inputs(self.plan.runs[self.plan.ranking["bare_val_run"]])
         return {
-            "split_file": bare.split_file,
-            "split": bare.split,
-            "runs": design.runs,
             "probability": self.plan.ranking["inclusion_probability"],
+            "runs": design.runs,
             "seed": design.seed,
+            "split": bare.split,
+            "split_file": bare.split_file,
         }
 
     def _masked_summaries(self, design: str) -> list[str]:
@@ -238,10 +239,10 @@ class AblationInputs:
         ]
 
     def ablation_group(self, wildcards: Wildcards) -> dict[str, Any]:
-        return dict(self.matrix["groups"][wildcards.group])
+        return dict(canonical(self.matrix["groups"][wildcards.group]))
 
     def harness_layout(self, wildcards: Wildcards) -> dict[str, Any]:
-        return dict(self.matrix["harness"])
+        return dict(canonical(self.matrix["harness"]))
 
     def harness_files(self, wildcards: Wildcards) -> list[str]:
         return self._ablation_files(set(self.matrix["benchmarks"]), harness=True)

@@ -43,12 +43,11 @@ class StaleJob:
 
 def dry_run(root: Path, configfiles: Sequence[str], targets: Sequence[str]) -> str:
     """The text of ``snakemake -n`` in ``root``, as a user would run it."""
-    command = [sys.executable, "-m", "snakemake", "-n", "--directory", str(root)]
+    # Targets first: --configfile takes every word after it.
+    command = [sys.executable, "-m", "snakemake", *targets, "-n", "--directory", str(root)]
     if configfiles:
         command += ["--configfile", *configfiles]
-    done = subprocess.run(
-        [*command, *targets], cwd=root, capture_output=True, text=True, timeout=600
-    )
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise SkillevalError(
             f"snakemake -n failed in {root}:\n{(done.stderr or done.stdout)[-3000:]}"
@@ -138,6 +137,8 @@ def describe_params(before: list[Any], now: list[Any], config: Mapping[str, Any]
         else:
             phrases.append(f"a parameter changed: {old!r} -> {new!r}")
     phrases += [f"new parameter {n!r}" for n in unmatched_new]
+    if not phrases and before == now:
+        phrases.append("parameters recorded in another key order (no value changed)")
     return phrases
 
 

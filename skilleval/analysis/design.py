@@ -1,0 +1,50 @@
+"""The Gate A mask design: which draft chunks each masked run shows each task.
+
+Drawn from config seeds before any result is seen; it depends on the bank's chunk ids
+and the split's task ids, nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from skilleval.runs.tasks import load_task_ids
+from skilleval.skills.bank import load_bank
+from skilleval.storage.records import write_record
+
+
+def build_design(
+    chunk_ids: Sequence[str],
+    task_ids: Sequence[str],
+    run_names: Sequence[str],
+    inclusion_probability: float,
+    seed: int,
+) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    runs = {}
+    for name in run_names:
+        bits = rng.random((len(task_ids), len(chunk_ids))) < inclusion_probability
+        runs[name] = {t: [int(b) for b in row] for t, row in zip(task_ids, bits, strict=True)}
+    return {
+        "chunk_ids": list(chunk_ids),
+        "seed": seed,
+        "inclusion_probability": inclusion_probability,
+        "runs": runs,
+    }
+
+
+def write_design(
+    bank_path: str,
+    split_file: str,
+    split: str,
+    runs: Sequence[str],
+    probability: float,
+    seed: int,
+    output: str,
+) -> None:
+    chunk_ids = [s.chunk_id for s in load_bank(bank_path)]
+    task_ids = load_task_ids(split_file, split)
+    write_record(output, "gate_design", build_design(chunk_ids, task_ids, runs, probability, seed))

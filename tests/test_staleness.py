@@ -1,0 +1,229 @@
+"""Exact staleness on a built graph: for each kind of edit, the exact stale outputs.
+
+Every case asserts two things: ``snakemake -n`` and ``skilleval stale`` name the same
+outputs (one oracle), and those are exactly the outputs the edit can change. The
+workflow copy carries its own copy of the package, so code edits stay inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, copy_workflow, dry_run_outputs, snakemake
+
+CONFIG = ("--configfile", "config/small.yaml")
+MAIN = {"s0-gain", "internalisation", "internalisation-gap", "upper-bound", "final-vs-initial"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = copy_workflow(tmp_path_factory.mktemp("stale"))
+    shutil.copytree(
+        REPO / "skilleval", workdir / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO / "tests" / "data" / "small.yaml", workdir / "config" / "small.yaml")
+    shutil.copy(workdir / "config/ablation/matrix.yaml", workdir / "config/ablation/planted.yaml")
+    snakemake(workdir, "paper", "-j", "2", *CONFIG)
+    return workdir
+
+
+def stale(workdir: Path, *args: str) -> dict[str, set[str]]:
+    """Rule -> stale outputs, asserting that the dry run and skilleval stale agree."""
+    jobs = dry_run_outputs(workdir, *args, *CONFIG)
+    jobs.pop("paper", None)
+    targets = [a for a in args if not a.startswith("-")] or ["paper"]
+    command = [sys.executable, "-m", "skilleval.cli", "stale", "--json", "--root", str(workdir),
+               "--configfile", "config/small.yaml", *targets]  # fmt: skip
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    told: dict[str, set[str]] = {}
+    for job in json.loads(done.stdout):
+        if job["rule"] != "paper":
+            told.setdefault(job["rule"], set()).update(job["outputs"])
+    assert told == {rule: outputs for rule, outputs in jobs.items() if outputs}
+    return jobs
+
+
+@contextmanager
+def edited(path: Path, change: Callable[[str], str]) -> Iterator[None]:
+    original = path.read_bytes()
+    text = original.decode()
+    changed = change(text)
+    assert changed != text, f"the edit of {path} changed nothing"
+    path.write_text(changed)
+    try:
+        yield
+    finally:
+        path.write_bytes(original)
+
+
+def stems(outputs: set[str]) -> set[str]:
+    return {Path(o).stem for o in outputs}
+
+
+def test_a_built_graph_is_clean(built: Path) -> None:
+    assert stale(built, "paper") == {}
+
+
+def test_comment_and_docstring_edits_change_nothing(built: Path) -> None:
+    module = built / "skilleval" / "analysis" / "bootstrap.py"
+    with edited(module, lambda t: t.replace('"""', '"""Reworded. ', 1) + "\n# a comment\n"):
+        assert stale(built, "paper") == {}
+
+
+def test_touching_a_checkpoint_changes_nothing(built: Path) -> None:
+    weights = built / "results/world/checkpoints/base/model.safetensors"
+    weights.touch()
+    assert stale(built, "paper") == {}
+
+
+def test_a_bootstrap_behaviour_edit_makes_contrasts_gate_and_tables_stale(built: Path) -> None:
+    module = built / "skilleval" / "analysis" / "bootstrap.py"
+    with edited(module, lambda t: t + "\nBATCH_SIZE_NOTE = 1\n"):
+        jobs = stale(built, "paper")
+    assert set(jobs) == {
+        "contrast", "verdict", "gate_beta", "freeze_bank", "eval_run", "paper_main_table",
+        "paper_forest_plot", "paper_ranking_table", "paper_beta_plot", "gate_truth_check",
+    }  # fmt: skip
+    assert stems(jobs["eval_run"]) == {"summary", "results"}  # only the ranking arms' runs
+    assert all("rank-" in o for o in jobs["eval_run"])
+
+
+def test_a_report_edit_makes_only_the_tables_stale(built: Path) -> None:
+    module = built / "skilleval" / "report" / "tables.py"
+    with edited(module, lambda t: t.replace('DAGGER = r"$^\\dagger$"', 'DAGGER = r"$^\\ddagger$"')):
+        assert set(stale(built, "paper")) == {"paper_main_table", "paper_ranking_table"}
+
+
+def test_a_template_edit_makes_only_its_table_stale(built: Path) -> None:
+    template = built / "skilleval" / "report" / "templates" / "ranking_table.tex.j2"
+    with edited(template, lambda t: t.replace("\\toprule", "\\toprule %", 1)):
+        assert set(stale(built, "paper")) == {"paper_ranking_table"}
+
+
+def test_a_draft_chunk_text_makes_only_the_draft_bank_lineage_stale(built: Path) -> None:
+    generator = built / "skilleval" / "world" / "generate.py"
+    old = "Prefer plain language over jargon when you explain a choice."
+    with edited(generator, lambda t: t.replace(old, "Prefer plain words when you explain.")):
+        jobs = stale(built, "paper")
+    assert jobs["world_bank"] == {"results/world/banks/draft16.md"}
+    assert "world_tasks" not in jobs and "world_checkpoint" not in jobs
+    assert {"gate_masked_run", "gate_beta", "freeze_bank"} <= set(jobs)
+    assert all("rank-" in o for o in jobs["eval_run"])
+    assert stems(jobs["contrast"]).isdisjoint(MAIN)
+
+
+def test_n_resamples_makes_contrasts_verdicts_and_tables_stale(built: Path) -> None:
+    small = built / "config" / "small.yaml"
+    with edited(small, lambda t: t.replace("n_resamples: 1000", "n_resamples: 500")):
+        jobs = stale(built, "paper")
+        why = subprocess.run(
+            [sys.executable, "-m", "skilleval.cli", "stale", "--root", str(built),
+             "--configfile", "config/small.yaml"],
+            cwd=built, capture_output=True, text=True, timeout=600,
+        ).stdout  # fmt: skip
+    assert set(jobs) == {
+        "contrast",
+        "verdict",
+        "paper_main_table",
+        "paper_forest_plot",
+        "paper_ranking_table",
+    }
+    assert "Table main, s0-gain: statistics.n_resamples 1000 -> 500" in why
+
+
+def test_a_contrast_description_makes_only_the_main_table_stale(built: Path) -> None:
+    config = built / "config" / "config.yaml"
+    with edited(config, lambda t: t.replace("Cold-start skill gain", "Gain of S0 at cold start")):
+        assert set(stale(built, "paper")) == {"paper_main_table"}
+
+
+def test_a_protocol_value_makes_its_runs_and_dependents_stale(built: Path) -> None:
+    config = built / "config" / "config.yaml"
+    with edited(config, lambda t: t.replace("temperature: 0.6", "temperature: 0.7", 1)):
+        jobs = stale(built, "paper")
+    assert {"eval_run", "gate_masked_run", "contrast", "paper_main_table"} <= set(jobs)
+    assert "world_tasks" not in jobs and "ablation_run" not in jobs
+
+
+def test_an_identical_matrix_copy_changes_nothing(built: Path) -> None:
+    shutil.copy(built / "config/ablation/planted.yaml", built / "config/ablation/copy.yaml")
+    small = built / "config" / "small.yaml"
+    with edited(small, lambda t: t.replace("ablation/planted.yaml", "ablation/copy.yaml")):
+        assert stale(built, "paper") == {}
+
+
+def test_one_learning_rate_makes_three_runs_one_figure_and_tables_stale(built: Path) -> None:
+    matrix = built / "config/ablation/planted.yaml"
+    old, new = '"2": {optimizer.learning_rate: 2}', '"2": {optimizer.learning_rate: 3}'
+    with edited(matrix, lambda t: t.replace(old, new)):
+        jobs = stale(built, "paper")
+    assert stems(jobs["ablation_run"]) == {"summary"} | {
+        f"LR-{b}-2" for b in ("livemathematicianbench", "alfworld", "docvqa")
+    }
+    assert jobs["ablation_figure"] == {
+        "paper/figures/ablation_lr.pdf",
+        "paper/figures/ablation_lr.png",
+    }
+    assert set(jobs) == {"ablation_run", "ablation_figure", "ablation_table"}
+
+
+def test_a_split_file_edit_makes_runs_stale(built: Path) -> None:
+    splits = built / "results/world/persona_splits.v1.json"
+    with edited(splits, lambda t: t.replace('"a student"', '"a teacher"', 1)):
+        jobs = stale(built, "paper")
+    assert {"eval_run", "gate_masked_run", "gate_design"} <= set(jobs)
+    assert "world_tasks" not in jobs
+
+
+def test_a_shard_byte_makes_its_runs_and_audit_stale(built: Path) -> None:
+    weights = built / "results/world/checkpoints/final/model.safetensors"
+    original = weights.read_bytes()
+    weights.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    try:
+        jobs = stale(built, "paper")
+    finally:
+        weights.write_bytes(original)
+    assert {"eval_run", "audit_checkpoint", "audit_weight_diff"} <= set(jobs)
+    assert all("final" in o for o in jobs["eval_run"])
+
+
+def test_a_missing_config_input_stops_the_dry_run_naming_the_key(built: Path) -> None:
+    config = built / "config" / "config.yaml"
+    with edited(config, lambda t: t.replace("results/world/banks/ST.md", "banks/ST-missing.md")):
+        done = snakemake(built, "-n", "paper", *CONFIG, check=False)
+    assert done.returncode != 0
+    assert (
+        "banks.ST.path" in done.stderr + done.stdout
+        and "does not exist" in done.stderr + done.stdout
+    )
+
+
+def test_after_a_forced_run_both_name_its_dependents(built: Path) -> None:
+    snakemake(built, "-f", "results/runs/final-ST/summary.json", "-j", "1", *CONFIG)
+    jobs = stale(built, "paper")
+    assert stems(jobs["contrast"]) == {"internalisation-gap", "upper-bound", "final-vs-initial"}
+    snakemake(built, "paper", "-j", "2", *CONFIG)
+    assert stale(built, "paper") == {}
+
+
+def test_archiving_a_run_makes_the_next_build_redo_it_and_its_dependents(built: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "skilleval.cli", "archive", "base-free", "--reason", "test",
+         "--root", str(built)],
+        cwd=built, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    jobs = stale(built, "paper")
+    assert "results/runs/base-free/summary.json" in jobs["eval_run"]
+    assert {"s0-gain", "internalisation"} <= stems(jobs["contrast"])
+    snakemake(built, "paper", "-j", "2", *CONFIG)
+    assert stale(built, "paper") == {}
