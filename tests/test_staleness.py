@@ -227,3 +227,40 @@ def test_archiving_a_run_makes_the_next_build_redo_it_and_its_dependents(built: 
     assert {"s0-gain", "internalisation"} <= stems(jobs["contrast"])
     snakemake(built, "paper", "-j", "2", *CONFIG)
     assert stale(built, "paper") == {}
+
+
+def comparable(path: Path) -> object:
+    """A built file's content without its provenance blocks (JSON) or as bytes."""
+    if path.suffix not in (".json", ".jsonl"):
+        return path.read_bytes()
+
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "provenance"}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+
+    lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
+    return [strip(json.loads(line)) for line in lines if line.strip()]
+
+
+def test_two_clean_builds_in_different_directories_are_identical(
+    built: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "elsewhere" / "graph").mkdir(parents=True)
+    other = copy_workflow(tmp_path / "elsewhere" / "graph")
+    shutil.copytree(built / "skilleval", other / "skilleval")
+    shutil.copy(built / "config" / "small.yaml", other / "config" / "small.yaml")
+    shutil.copy(built / "config/ablation/planted.yaml", other / "config/ablation/planted.yaml")
+    snakemake(other, "paper", "-j", "2", *CONFIG)
+    compared, differing = 0, []
+    for folder in ("results", "paper/tables", "paper/figures"):
+        for path in sorted((built / folder).rglob("*")):
+            relative = path.relative_to(built)
+            skipped = relative.parts[:2] in {("results", p) for p in ("logs", "journal", "archive")}
+            if path.is_dir() or skipped or relative.name.endswith(".log"):
+                continue
+            compared += 1
+            twin = other / relative
+            if not twin.exists() or comparable(path) != comparable(twin):
+                differing.append(str(relative))
+    assert compared > 1000 and differing == [], differing[:20]

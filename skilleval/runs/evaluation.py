@@ -122,8 +122,9 @@ def evaluate(
         "repeats": inputs.protocol["runtime"]["repeats"],
         **summarise(records, len(resolved.keys)),
         "service": _service(service_start, service_end),
-        "execution": _execution(stats, started, journal_path),
-        "provenance": provenance(),
+        "execution": _execution(stats, journal_path),
+        # Time taken is a fact about this build, not about the evidence.
+        "provenance": {**provenance(), "wall_s": round(time.monotonic() - started, 3)},
     }
     atomic.write_jsonl(results_path, records)
     record = RunSummary.create(**summary)
@@ -180,13 +181,12 @@ def _service(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
     return {"start": start, "end": end, "unchanged": start == end}
 
 
-def _execution(stats: RunStats, started: float, journal_path: str) -> dict[str, Any]:
+def _execution(stats: RunStats, journal_path: str) -> dict[str, Any]:
     return {
         "reused_from_journal": stats.reused,
         "ran": stats.done,
         "infra_retries": stats.retried,
         "infra_errors": stats.infra_errors,
-        "wall_s": round(time.monotonic() - started, 3),
         "journal": journal_path,
         "writers": 1,
     }
