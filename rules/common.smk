@@ -7,12 +7,12 @@ from skilleval.config.loading import load_config_file
 from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan
 from skilleval.config.rule_inputs import AblationInputs, RuleInputs, SourceFiles
 from skilleval.errors import ConfigError, GpuLeaseError
-from skilleval.provenance.code import code_fingerprint
+from skilleval.provenance.code import SourceCache, code_fingerprint
 from skilleval.serving.gpu import check_requests, gpu_requests
 from skilleval.storage.hashing import canonical
 from skilleval.provenance.digests import FileDigests
 from skilleval.world.digests import world_digests
-from skilleval.world.generate import BANK_DESIGN, CHECKPOINT_PARAMETERS
+from skilleval.world.design import BANK_DESIGN, CHECKPOINT_PARAMETERS
 from skilleval import paths
 
 CONFIG_SOURCE = ", ".join(str(f) for f in workflow.configfiles) or "config"
@@ -32,12 +32,14 @@ except GpuLeaseError as error:
     sys.exit(f"skilleval: {error}")
 
 IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
-WORLD_DIGESTS = world_digests(config["world"], Path(".snakemake/skilleval"))
+CACHE_DIR = Path(".snakemake/skilleval")
+CODE_CACHE = SourceCache(CACHE_DIR / "code-cache.json")
+WORLD_DIGESTS = world_digests(config["world"], CACHE_DIR, CODE_CACHE)
 PLAN = WorkflowPlan(config)
 ABLATION_INPUTS = AblationInputs(MATRIX)
 SOURCES = SourceFiles(
     [paths.RESULTS, PLAN.world_dir],
-    FileDigests(Path(".snakemake/skilleval/file-digests.json")),
+    FileDigests(CACHE_DIR / "file-digests.json"),
 )
 INPUTS = RuleInputs(PLAN, WORLD_DIGESTS, SOURCES)
 WORLD_DIR = PLAN.world_dir
@@ -63,7 +65,7 @@ BARE_VAL_INPUTS = PLAN.run_inputs(PLAN.runs[config["ranking"]["bare_val_run"]])
 def rule_code(script, templates=()):
     """What a rule's outputs are computed by: its script, the package modules it
     imports and its templates (params, so Snakemake's params trigger compares them)."""
-    return code_fingerprint(SCRIPTS / script, templates=templates)
+    return code_fingerprint(SCRIPTS / script, templates=templates, cache=CODE_CACHE)
 
 
 wildcard_constraints:

@@ -88,8 +88,8 @@ def test_sigkill_then_resume_runs_only_missing_tasks(small_world: Path, tmp_path
     summary = evaluate(
         inputs, str(tmp_path / "out.jsonl"), str(tmp_path / "out.json"), str(tmp_path / "journal")
     )
-    assert summary["execution"]["reused_from_journal"] == finished
-    assert summary["execution"]["ran"] == 48 - finished
+    assert summary["provenance"]["execution"]["reused_from_journal"] == finished
+    assert summary["provenance"]["execution"]["ran"] == 48 - finished
     assert strip(read_jsonl(tmp_path / "out.jsonl")) == strip(read_jsonl(tmp_path / "ref.jsonl"))
 
 
@@ -108,7 +108,7 @@ def test_injected_infrastructure_faults_are_retried_not_scored(
         fault_rate=0.2,
         retry=RetryPolicy(max_attempts=30, base_delay_s=0.001),
     )
-    assert faulty["execution"]["infra_retries"] > 0
+    assert faulty["provenance"]["execution"]["infra_retries"] > 0
     records = read_jsonl(tmp_path / "b.jsonl")
     assert len({r["task_id"] for r in records}) == len(records) == 48
     assert strip(records) == strip(read_jsonl(tmp_path / "a.jsonl"))
@@ -146,7 +146,7 @@ def test_changed_protocol_starts_new_journal_and_archives_old(
         changed, str(tmp_path / "r.jsonl"), str(tmp_path / "s.json"), str(tmp_path / "journal")
     )
     assert second["fingerprint"] != first["fingerprint"]
-    assert second["execution"]["reused_from_journal"] == 0
+    assert second["provenance"]["execution"]["reused_from_journal"] == 0
     why = next((tmp_path / "archive" / "journal" / "base-S0").glob("*/why.json"))
     assert json.loads(why.read_text())["changed_inputs"] == ["protocol_fingerprint"]
 

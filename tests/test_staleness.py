@@ -110,7 +110,7 @@ def test_a_template_edit_makes_only_its_table_stale(built: Path) -> None:
 
 
 def test_a_draft_chunk_text_makes_only_the_draft_bank_lineage_stale(built: Path) -> None:
-    generator = built / "skilleval" / "world" / "generate.py"
+    generator = built / "skilleval" / "world" / "design.py"
     old = "Prefer plain language over jargon when you explain a choice."
     with edited(generator, lambda t: t.replace(old, "Prefer plain words when you explain.")):
         jobs = stale(built, "paper")

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+from skilleval.storage import atomic
 
 PACKAGE = "skilleval"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -32,19 +36,46 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-@cache
-def _parsed(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(), filename=str(path))
+class SourceCache:
+    """Each source file's digest and skilleval imports, keyed by (path, size, mtime).
+
+    Parsing every module at every Snakemake start would cost more than the rest of the
+    workflow's parse; a file whose size and mtime are unchanged is not read again. The
+    cache only ever saves work: a stale entry cannot match a changed file's stat.
+    """
+
+    def __init__(self, file: Path | None = None) -> None:
+        self.file = file
+        self.entries: dict[str, list[Any]] = (
+            json.loads(file.read_text()) if file is not None and file.exists() else {}
+        )
+        # Files do not change while one Snakemake process parses the workflow.
+        self.closures: dict[tuple[str, ...], list[str]] = {}
+
+    def entry(self, path: Path) -> tuple[str, list[str]]:
+        stat = path.stat()
+        key = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
+        if key not in self.entries:
+            tree = ast.parse(path.read_text(), filename=str(path))
+            imports = sorted(imported_modules(tree))
+            dumped = ast.dump(_without_docstrings(tree), annotate_fields=False)
+            digest = hashlib.sha256(dumped.encode()).hexdigest()[:DIGEST_CHARS]
+            self.entries[key] = [digest, imports]
+            if self.file is not None:
+                atomic.write_json(self.file, self.entries)
+        digest, imports = self.entries[key]
+        return digest, imports
 
 
-@cache
-def python_digest(path: Path) -> str:
+MEMORY = SourceCache()
+
+
+def python_digest(path: Path, cache: SourceCache = MEMORY) -> str:
     """Hash of the file's syntax tree without docstrings: behaviour, not presentation."""
-    tree = _without_docstrings(ast.parse(path.read_text(), filename=str(path)))
-    dumped = ast.dump(tree, annotate_fields=False, include_attributes=False)
-    return hashlib.sha256(dumped.encode()).hexdigest()[:DIGEST_CHARS]
+    return cache.entry(path)[0]
 
 
+@cache
 def module_path(module: str) -> Path | None:
     """The source file of a ``skilleval`` module, or None when the name is no module."""
     parts = module.split(".")
@@ -81,9 +112,15 @@ def imported_modules(tree: ast.AST) -> set[str]:
     return found
 
 
-@cache
-def module_closure(entries: tuple[str, ...]) -> tuple[str, ...]:
+def module_closure(entries: Iterable[str], cache: SourceCache = MEMORY) -> list[str]:
     """Every ``skilleval`` module that importing ``entries`` executes."""
+    key = tuple(sorted(entries))
+    if key not in cache.closures:
+        cache.closures[key] = _closure(key, cache)
+    return cache.closures[key]
+
+
+def _closure(entries: Iterable[str], cache: SourceCache) -> list[str]:
     seen: set[str] = set()
     todo = [m for entry in entries for m in _package_chain(entry)]
     while todo:
@@ -92,15 +129,16 @@ def module_closure(entries: tuple[str, ...]) -> tuple[str, ...]:
         if module in seen or path is None:
             continue
         seen.add(module)
-        for imported in imported_modules(_parsed(path)):
+        for imported in cache.entry(path)[1]:
             todo.extend(_package_chain(imported))
-    return tuple(sorted(seen))
+    return sorted(seen)
 
 
 def code_fingerprint(
     script: str | Path | None = None,
     modules: Sequence[str] = (),
     templates: Iterable[str] = (),
+    cache: SourceCache = MEMORY,
 ) -> dict[str, str]:
     """File -> digest of everything a rule's outputs are computed by.
 
@@ -112,12 +150,13 @@ def code_fingerprint(
     digests: dict[str, str] = {}
     if script is not None:
         path = Path(script).resolve()
-        digests[f"scripts/{path.name}"] = python_digest(path)
-        entries += sorted(imported_modules(_parsed(path)))
-    for module in module_closure(tuple(sorted(entries))):
+        digest, imports = cache.entry(path)
+        digests[f"scripts/{path.name}"] = digest
+        entries += imports
+    for module in module_closure(entries, cache):
         source = module_path(module)
         assert source is not None, module  # the closure holds only modules with a file
-        digests[str(source.relative_to(PACKAGE_ROOT.parent))] = python_digest(source)
+        digests[str(source.relative_to(PACKAGE_ROOT.parent))] = python_digest(source, cache)
     for name in templates:
         template = TEMPLATES / name
         digests[f"skilleval/report/templates/{name}"] = hashlib.sha256(

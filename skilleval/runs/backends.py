@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from skilleval.checkpoints.files import load_policy_tensors
+from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.env.types import Environment
 from skilleval.env.wire import HttpEnvironment
 from skilleval.errors import SkillevalError

@@ -122,9 +122,8 @@ def evaluate(
         "repeats": inputs.protocol["runtime"]["repeats"],
         **summarise(records, len(resolved.keys)),
         "service": _service(service_start, service_end),
-        "execution": _execution(stats, journal_path),
-        # Time taken is a fact about this build, not about the evidence.
-        "provenance": {**provenance(), "wall_s": round(time.monotonic() - started, 3)},
+        "execution": {"journal": journal_path, "writers": 1},
+        "provenance": {**provenance(), "execution": _execution(stats, started)},
     }
     atomic.write_jsonl(results_path, records)
     record = RunSummary.create(**summary)
@@ -181,12 +180,13 @@ def _service(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
     return {"start": start, "end": end, "unchanged": start == end}
 
 
-def _execution(stats: RunStats, journal_path: str) -> dict[str, Any]:
+def _execution(stats: RunStats, started: float) -> dict[str, Any]:
+    """How this build went (resumed or fresh, retries, time): provenance, since a resumed
+    run's evidence is the same as a fresh one's."""
     return {
         "reused_from_journal": stats.reused,
         "ran": stats.done,
         "infra_retries": stats.retried,
         "infra_errors": stats.infra_errors,
-        "journal": journal_path,
-        "writers": 1,
+        "wall_s": round(time.monotonic() - started, 3),
     }

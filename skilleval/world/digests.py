@@ -15,17 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skilleval.provenance.code import code_fingerprint
+from skilleval.provenance.code import MEMORY, SourceCache, code_fingerprint
 from skilleval.storage import atomic
 from skilleval.storage.hashing import canonical_hash
-from skilleval.world.generate import (
-    BANK_DESIGN,
-    CHECKPOINT_PARAMETERS,
-    bank_text,
-    checkpoint_config,
-    checkpoint_tensors,
-    world_task_files,
-)
+from skilleval.world.design import BANK_DESIGN, CHECKPOINT_PARAMETERS
 
 
 def _digest(*parts: bytes) -> str:
@@ -36,6 +29,14 @@ def _digest(*parts: bytes) -> str:
 
 
 def generate_digests(world: Mapping[str, Any]) -> dict[str, str]:
+    # Imported here: a dry run whose digests are cached never loads the generator.
+    from skilleval.world.generate import (
+        bank_text,
+        checkpoint_config,
+        checkpoint_tensors,
+        world_task_files,
+    )
+
     seed = world["seed"]
     catalogue, splits = world_task_files(
         seed, world["categories"], world["products_per_category"], world["split_sizes"]
@@ -52,9 +53,12 @@ def generate_digests(world: Mapping[str, Any]) -> dict[str, str]:
     return digests
 
 
-def world_digests(world: Mapping[str, Any], cache_dir: Path) -> dict[str, str]:
+def world_digests(
+    world: Mapping[str, Any], cache_dir: Path, sources: SourceCache = MEMORY
+) -> dict[str, str]:
     """Digests of every generated world file, from the cache when nothing changed."""
-    key = canonical_hash({"code": code_fingerprint(modules=["skilleval.world.generate"]), **world})
+    code = code_fingerprint(modules=["skilleval.world.generate"], cache=sources)
+    key = canonical_hash({"code": code, **world})
     cache = cache_dir / "world-digests.json"
     if cache.exists():
         cached = json.loads(cache.read_text())

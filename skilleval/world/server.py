@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from skilleval.checkpoints.files import load_policy_tensors
+from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.policy.types import AssistantTurn
 from skilleval.world.shopsim import TOOLS, ShopEpisode, ShopWorld, Task, catalogue_from_json

@@ -1,0 +1,91 @@
+"""No-op dry run of the paper against Snakemake's floor (issue 12 target: ratio <= 1.3).
+
+Builds the paper graph (small world) in a temporary copy, then times, in one run and
+interleaved so machine noise hits both alike:
+
+* ``snakemake -n paper`` on the built graph (nothing to do), and
+* ``snakemake -n`` of a trivial workflow with the same number of jobs (one touch rule per
+  job, all built), which is what Snakemake itself costs for a graph of that size.
+
+Prints medians and their ratio; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PARTS = ("Snakefile", "rules", "scripts", "config", "envs", "profiles", "report", "paper")
+REPEATS = 7
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=workdir,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+
+
+def timed(workdir: Path, *args: str) -> float:
+    start = time.perf_counter()
+    snakemake(workdir, *args)
+    return time.perf_counter() - start
+
+
+def paper_graph(root: Path) -> Path:
+    workdir = root / "paper-graph"
+    workdir.mkdir()
+    for part in PARTS:
+        source = REPO / part
+        if source.is_dir():
+            ignore = shutil.ignore_patterns("tables", "figures", "*.pdf", "__pycache__")
+            shutil.copytree(source, workdir / part, ignore=ignore)
+        else:
+            shutil.copy(source, workdir / part)
+    shutil.copy(REPO / "tests/data/small.yaml", workdir / "config/small.yaml")
+    shutil.copy(workdir / "config/ablation/matrix.yaml", workdir / "config/ablation/planted.yaml")
+    snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
+    return workdir
+
+
+def trivial_graph(root: Path, jobs: int) -> Path:
+    workdir = root / "trivial-graph"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(
+        f"rule all:\n    input: expand('out/{{i}}.txt', i=range({jobs - 1}))\n\n"
+        "rule leaf:\n    output: 'out/{i}.txt'\n    shell: 'touch {output}'\n"
+    )
+    snakemake(workdir, "-j", "2")
+    return workdir
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="bench-dry-run-"))
+    paper = paper_graph(root)
+    forced = snakemake(paper, "paper", "-n", "--forceall", "--configfile", "config/small.yaml")
+    jobs = int(re.findall(r"^total\s+(\d+)", forced.stdout + forced.stderr, re.M)[-1])
+    trivial = trivial_graph(root, jobs)
+    paper_times, trivial_times = [], []
+    for _ in range(REPEATS):
+        paper_times.append(timed(paper, "paper", "-n", "--configfile", "config/small.yaml"))
+        trivial_times.append(timed(trivial, "-n"))
+    paper_s, trivial_s = statistics.median(paper_times), statistics.median(trivial_times)
+    print(f"jobs in the paper graph: {jobs}")
+    print(f"no-op 'snakemake -n paper' (built graph): median {paper_s:.2f} s of {REPEATS}")
+    print(f"no-op 'snakemake -n', trivial workflow, {jobs} jobs: median {trivial_s:.2f} s")
+    print(f"ratio: {paper_s / trivial_s:.2f} (target <= 1.3)")
+    shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    main()
