@@ -97,6 +97,33 @@ def test_a_bootstrap_behaviour_edit_makes_contrasts_gate_and_tables_stale(built:
     assert all("rank-" in o for o in jobs["eval_run"])
 
 
+def test_a_rollout_edit_makes_every_evaluation_run_stale_but_no_ablation(built: Path) -> None:
+    module = built / "skilleval" / "runs" / "rollout.py"
+    with edited(module, lambda t: t + "\nROLLOUT_NOTE = 1\n"):
+        jobs = stale(built, "paper")
+    assert {"eval_run", "gate_masked_run", "contrast", "paper_main_table"} <= set(jobs)
+    # The ground truth is computed through the rollout loop, so it is stale too.
+    assert "world_ground_truth" in jobs
+    assert not {"world_tasks", "world_checkpoint", "world_bank"} & set(jobs)
+    assert not any(rule.startswith(("ablation", "harness")) for rule in jobs)
+
+
+def test_a_trainer_edit_makes_only_the_ablation_evidence_stale(built: Path) -> None:
+    module = built / "skilleval" / "ablation" / "trainer.py"
+    with edited(module, lambda t: t + "\nTRAINER_NOTE = 1\n"):
+        jobs = stale(built, "paper")
+    assert set(jobs) == {"ablation_run", "ablation_table", "harness_table", "ablation_figure"}
+    assert len(jobs["ablation_run"]) == 2 * 216
+
+
+def test_a_checkpoint_audit_edit_reaches_contrasts_through_the_audits(built: Path) -> None:
+    module = built / "skilleval" / "checkpoints" / "audit.py"
+    with edited(module, lambda t: t + "\nAUDIT_NOTE = 1\n"):
+        jobs = stale(built, "paper")
+    assert {"audit_checkpoint", "audit_weight_diff", "contrast"} <= set(jobs)
+    assert "eval_run" not in jobs and "ablation_run" not in jobs
+
+
 def test_a_report_edit_makes_only_the_tables_stale(built: Path) -> None:
     module = built / "skilleval" / "report" / "tables.py"
     with edited(module, lambda t: t.replace('DAGGER = r"$^\\dagger$"', 'DAGGER = r"$^\\ddagger$"')):
