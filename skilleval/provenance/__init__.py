@@ -1,1 +1,2 @@
-"""Where results come from: provenance records, what is stale and why, archiving runs."""
+"""Where results come from and when they are stale: provenance records, code fingerprints,
+content digests of inputs, the stale report (Snakemake's dry run, explained), archiving."""
