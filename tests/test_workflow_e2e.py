@@ -214,7 +214,7 @@ def test_stale_report_names_exactly_the_affected_cells(built: Path) -> None:
         bank.write_text(original)
         snakemake(built, "paper", "--touch", "--configfile", "config/small.yaml")
     assert code == 1
-    assert "Table main, final-ST: input changed: results/world/banks/ST.md" in lines
+    assert "Table main, final-ST: input changed: results/world/banks/ST.md (chunks st-03)" in lines
     assert "Table main, base-free: protocol.sampling.temperature 0.6 -> 0.7" in lines
     cells = {line.split(":")[0] for line in lines}
     expected_main = {f"Table main, {r}" for r in RUNS} | {f"Table main, {c}" for c in CONTRASTS}

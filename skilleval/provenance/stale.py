@@ -9,6 +9,7 @@ outputs feed: "Table main, s0-gain: statistics.n_resamples 10000 -> 2000".
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from typing import Any
 
 from skilleval.config.plan import WorkflowPlan
 from skilleval.errors import SkillevalError
+from skilleval.skills.bank import bank_hash, load_bank
 
 NOTHING = "<nothing exclusive>"
 REBUILT = "rebuilt after its inputs: "
@@ -205,7 +207,7 @@ def stale_jobs(
 ) -> list[StaleJob]:
     plan = WorkflowPlan(config)
     parsed = [
-        (rule, outputs, explain(reason, config))
+        (rule, outputs, with_chunks(explain(reason, config), outputs, root))
         for rule, outputs, reason in parse_jobs(dry_run(root, configfiles, targets))
         if outputs
     ]
@@ -219,6 +221,28 @@ def stale_jobs(
         )
         for i, (rule, outputs, _) in enumerate(parsed)
     ]
+
+
+def with_chunks(phrases: list[str], outputs: Sequence[str], root: Path) -> list[str]:
+    """Name the chunks behind "input changed: <bank>" of a run, from its summary's record
+    of every injected chunk's hash."""
+    summary_path = next((root / o for o in outputs if o.endswith("summary.json")), None)
+    if summary_path is None or not summary_path.exists():
+        return phrases
+    before = json.loads(summary_path.read_text()).get("chunk_hashes") or {}
+    named = []
+    for phrase in phrases:
+        bank = root / phrase.removeprefix("input changed: ")
+        if phrase.startswith("input changed: ") and before and bank.suffix == ".md":
+            try:
+                now = {s.chunk_id: bank_hash([s])[:16] for s in load_bank(bank)}
+            except SkillevalError:  # a malformed bank: the run itself will say so
+                now = {}
+            changed = sorted(c for c in set(now) | set(before) if now.get(c) != before.get(c))
+            if changed:
+                phrase += f" (chunks {', '.join(changed)})"
+        named.append(phrase)
+    return named
 
 
 def root_causes(jobs: Sequence[tuple[str, list[str], list[str]]]) -> list[list[str]]:
