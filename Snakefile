@@ -22,6 +22,10 @@ include: "rules/ablation.smk"
 include: "rules/paper.smk"
 
 
+# Every rule's code fingerprint is computed by now; keep them for the next start.
+CODE_CACHE.save()
+
+
 rule all:
     default_target: True
     input:

@@ -13,7 +13,7 @@ rule ablation_split:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=code_fingerprint(modules=["skilleval.ablation.splits"], cache=CODE_CACHE),
+        code=rule_code(modules=["skilleval.ablation.splits"]),
         pool=ABLATION_INPUTS.split_pool,
     shell:
         "skilleval ablation split {wildcards.bench} {wildcards.ratio} --pool {params.pool}"
@@ -35,7 +35,7 @@ rule ablation_run:
         api_runs=1,
         memory_heavy=ABLATION_INPUTS.memory_heavy,
     params:
-        code=code_fingerprint(modules=["skilleval.ablation.run"], cache=CODE_CACHE),
+        code=rule_code(modules=["skilleval.ablation.run"]),
         fingerprint=ABLATION_INPUTS.ablation_fingerprint,
     shell:
         "skilleval ablation run {wildcards.run_id} --matrix {input.matrix}"

@@ -44,8 +44,8 @@ rule audit_weight_diff:
         code=rule_code("audit_weight_diff.py"),
         sources=SOURCES.digests(
             {
-                "checkpoint_base": config["checkpoints"]["base"]["path"],
-                "checkpoint_final": config["checkpoints"]["final"]["path"],
+                "base": config["checkpoints"]["base"]["path"],
+                "final": config["checkpoints"]["final"]["path"],
             }
         ),
     script:

@@ -1,6 +1,7 @@
 import sys
 from pathlib import Path
 
+from skilleval import paths
 from skilleval.ablation.plan import load_matrix
 from skilleval.config.checks import check_input_files, validate_config
 from skilleval.config.loading import load_config_file
@@ -8,18 +9,26 @@ from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan
 from skilleval.config.rule_inputs import AblationInputs, RuleInputs, SourceFiles
 from skilleval.errors import ConfigError, GpuLeaseError
 from skilleval.provenance.code import SourceCache, code_fingerprint
+from skilleval.provenance.digests import FileDigests
 from skilleval.serving.gpu import check_requests, gpu_requests
 from skilleval.storage.hashing import canonical
-from skilleval.provenance.digests import FileDigests
+from skilleval.world.design import BANK_DESIGN, CHECKPOINT_PARAMETERS, generated_files
 from skilleval.world.digests import world_digests
-from skilleval.world.design import BANK_DESIGN, CHECKPOINT_PARAMETERS
-from skilleval import paths
 
 CONFIG_SOURCE = ", ".join(str(f) for f in workflow.configfiles) or "config"
+CACHE_DIR = Path(".snakemake/skilleval")
 try:
+    # Snakemake's own YAML loader lets a repeated key win silently; ours refuses it.
     for config_file in workflow.configfiles:
         load_config_file(config_file)
     validate_config(config, CONFIG_SOURCE)
+    WORLD_DIR = config["world"]["dir"]
+    SOURCES = SourceFiles(
+        [paths.RESULTS, WORLD_DIR], FileDigests(CACHE_DIR / "file-digests.json")
+    )
+    check_input_files(
+        config, CONFIG_SOURCE, SOURCES.is_built, generated_files(WORLD_DIR)
+    )
     MATRIX = load_matrix(config["ablation"]["matrix"])
 except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
@@ -32,28 +41,11 @@ except GpuLeaseError as error:
     sys.exit(f"skilleval: {error}")
 
 IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
-CACHE_DIR = Path(".snakemake/skilleval")
 CODE_CACHE = SourceCache(CACHE_DIR / "code-cache.json")
 WORLD_DIGESTS = world_digests(config["world"], CACHE_DIR, CODE_CACHE)
 PLAN = WorkflowPlan(config)
 ABLATION_INPUTS = AblationInputs(MATRIX)
-SOURCES = SourceFiles(
-    [paths.RESULTS, PLAN.world_dir],
-    FileDigests(CACHE_DIR / "file-digests.json"),
-)
 INPUTS = RuleInputs(PLAN, WORLD_DIGESTS, SOURCES)
-WORLD_DIR = PLAN.world_dir
-WORLD_BUILDS = [
-    paths.fill(paths.WORLD_CHECKPOINT, world_dir=WORLD_DIR, checkpoint=name)
-    for name in CHECKPOINT_PARAMETERS
-] + [
-    paths.fill(paths.WORLD_BANK, world_dir=WORLD_DIR, bank=name) for name in BANK_DESIGN
-]
-WORLD_BUILDS += [paths.fill(paths.WORLD_SPLITS, world_dir=WORLD_DIR)]
-try:
-    check_input_files(config, CONFIG_SOURCE, SOURCES.is_built, WORLD_BUILDS)
-except ConfigError as error:
-    sys.exit(f"skilleval: invalid config\n{error}")
 SCRIPTS = Path(workflow.basedir) / "scripts"
 GATE = PLAN.gate
 RANKING_BANK_PATH = config["banks"][config["ranking"]["bank"]]["path"]
@@ -62,10 +54,12 @@ BARE_VAL_RUN = INPUTS.run_outputs(config["ranking"]["bare_val_run"])
 BARE_VAL_INPUTS = PLAN.run_inputs(PLAN.runs[config["ranking"]["bare_val_run"]])
 
 
-def rule_code(script, templates=()):
-    """What a rule's outputs are computed by: its script, the package modules it
-    imports and its templates (params, so Snakemake's params trigger compares them)."""
-    return code_fingerprint(SCRIPTS / script, templates=templates, cache=CODE_CACHE)
+def rule_code(script=None, modules=(), templates=()):
+    """What a rule's outputs are computed by: its script (or, for shell rules, its entry
+    modules), the package modules they import and its templates. In params, so
+    Snakemake's params trigger compares them."""
+    script_path = SCRIPTS / script if script else None
+    return code_fingerprint(script_path, modules, templates, cache=CODE_CACHE)
 
 
 wildcard_constraints:

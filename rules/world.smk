@@ -22,7 +22,7 @@ rule world_checkpoint:
     log:
         f"{paths.LOGS}/world/checkpoint-{{checkpoint}}.log",
     wildcard_constraints:
-        checkpoint="base|final",
+        checkpoint="|".join(CHECKPOINT_PARAMETERS),
     conda:
         "../envs/skilleval.yaml"
     params:
@@ -38,7 +38,7 @@ rule world_bank:
     log:
         f"{paths.LOGS}/world/bank-{{bank}}.log",
     wildcard_constraints:
-        bank="S0|ST|draft16",
+        bank="|".join(BANK_DESIGN),
     conda:
         "../envs/skilleval.yaml"
     params:

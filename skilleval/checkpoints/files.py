@@ -1,4 +1,4 @@
-"""Checkpoint files: content fingerprints and reading the sim policy's tensors.
+"""Checkpoint files: their shards and content fingerprints (no numpy: parse-time code uses it).
 
 Fingerprints must be cheap on multi-GB shards, so large files are hashed from their
 safetensors header, size and evenly spaced sampled blocks rather than every byte.

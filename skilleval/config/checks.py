@@ -59,7 +59,6 @@ def check_protocols(config: Mapping[str, Any], source: str) -> None:
 
 
 def check_runs(config: Mapping[str, Any], source: str) -> None:
-    experiments: dict[str, str] = {}
     for run_name, run in config["runs"].items():
         prefix = f"runs.{run_name}"
         _check_reference(
@@ -70,15 +69,9 @@ def check_runs(config: Mapping[str, Any], source: str) -> None:
         )
         if run["bank"] is not None:
             _check_reference(source, f"{prefix}.bank", run["bank"], config["banks"], "bank")
-        if run["experiment"] in experiments:
-            raise ConfigError(
-                source,
-                f"{prefix}.experiment",
-                run["experiment"],
-                f"already used by run {experiments[run['experiment']]}",
-                "give every run its own experiment name",
-            )
-        experiments[run["experiment"]] = run_name
+    _check_unique(
+        source, config["runs"], "runs", "experiment", "give every run its own experiment name"
+    )
 
 
 def check_contrasts(config: Mapping[str, Any], source: str) -> None:
@@ -107,17 +100,31 @@ def check_contrasts(config: Mapping[str, Any], source: str) -> None:
 
 
 def check_checkpoint_ids(config: Mapping[str, Any], source: str) -> None:
-    ids: dict[str, str] = {}
-    for name, checkpoint in config["checkpoints"].items():
-        if checkpoint["checkpoint_id"] in ids:
+    _check_unique(
+        source,
+        config["checkpoints"],
+        "checkpoints",
+        "checkpoint_id",
+        "changing weights must change checkpoint_id",
+    )
+
+
+def _check_unique(
+    source: str, entries: Mapping[str, Any], section: str, field: str, fix: str
+) -> None:
+    """No two entries of a config section share a value of ``field``."""
+    owner: dict[Any, str] = {}
+    for name, entry in entries.items():
+        value = entry[field]
+        if value in owner:
             raise ConfigError(
                 source,
-                f"checkpoints.{name}.checkpoint_id",
-                checkpoint["checkpoint_id"],
-                f"already the id of checkpoint {ids[checkpoint['checkpoint_id']]}",
-                "changing weights must change checkpoint_id",
+                f"{section}.{name}.{field}",
+                value,
+                f"already the {field} of {section}.{owner[value]}",
+                fix,
             )
-        ids[checkpoint["checkpoint_id"]] = name
+        owner[value] = name
 
 
 def check_ranking(config: Mapping[str, Any], source: str) -> None:

@@ -44,7 +44,7 @@ class SourceFiles:
 
     def digests(self, files: Mapping[str, str]) -> dict[str, str]:
         return {
-            role: self.file_digests.digest(path, "checkpoint" if "checkpoint" in role else "file")
+            role: self.file_digests.digest(path)
             for role, path in files.items()
             if not self.is_built(path)
         }

@@ -46,33 +46,37 @@ class SourceCache:
 
     def __init__(self, file: Path | None = None) -> None:
         self.file = file
-        self.entries: dict[str, list[Any]] = (
+        self.stored: dict[str, list[Any]] = (
             json.loads(file.read_text()) if file is not None and file.exists() else {}
         )
+        self.used: dict[str, list[Any]] = {}
         # Files do not change while one Snakemake process parses the workflow.
         self.closures: dict[tuple[str, ...], list[str]] = {}
 
     def entry(self, path: Path) -> tuple[str, list[str]]:
+        """The digest of the file's syntax tree without docstrings (behaviour, not
+        presentation) and the skilleval modules it imports."""
         stat = path.stat()
         key = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
-        if key not in self.entries:
-            tree = ast.parse(path.read_text(), filename=str(path))
-            imports = sorted(imported_modules(tree))
-            dumped = ast.dump(_without_docstrings(tree), annotate_fields=False)
-            digest = hashlib.sha256(dumped.encode()).hexdigest()[:DIGEST_CHARS]
-            self.entries[key] = [digest, imports]
-            if self.file is not None:
-                atomic.write_json(self.file, self.entries)
-        digest, imports = self.entries[key]
+        if key not in self.used:
+            self.used[key] = self.stored.get(key) or self._read(path)
+        digest, imports = self.used[key]
         return digest, imports
+
+    @staticmethod
+    def _read(path: Path) -> list[Any]:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        imports = sorted(imported_modules(tree))
+        dumped = ast.dump(_without_docstrings(tree), annotate_fields=False)
+        return [hashlib.sha256(dumped.encode()).hexdigest()[:DIGEST_CHARS], imports]
+
+    def save(self) -> None:
+        """Keep what this parse used: entries of old file versions drop out."""
+        if self.file is not None and self.used != self.stored:
+            atomic.write_json(self.file, self.used)
 
 
 MEMORY = SourceCache()
-
-
-def python_digest(path: Path, cache: SourceCache = MEMORY) -> str:
-    """Hash of the file's syntax tree without docstrings: behaviour, not presentation."""
-    return cache.entry(path)[0]
 
 
 @cache
@@ -156,7 +160,7 @@ def code_fingerprint(
     for module in module_closure(entries, cache):
         source = module_path(module)
         assert source is not None, module  # the closure holds only modules with a file
-        digests[str(source.relative_to(PACKAGE_ROOT.parent))] = python_digest(source, cache)
+        digests[str(source.relative_to(PACKAGE_ROOT.parent))] = cache.entry(source)[0]
     for name in templates:
         template = TEMPLATES / name
         digests[f"skilleval/report/templates/{name}"] = hashlib.sha256(

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from skilleval.checkpoints.files import checkpoint_fingerprint, shard_paths
 from skilleval.storage import atomic
-from skilleval.storage.hashing import file_sha256
 
 
 class FileDigests:
@@ -24,17 +23,12 @@ class FileDigests:
             json.loads(cache_file.read_text()) if cache_file.exists() else {}
         )
 
-    def _stat_key(self, kind: str, paths: list[Path]) -> str:
-        stats = [f"{p.resolve()}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in paths]
-        return f"{kind}|" + "|".join(stats)
-
-    def digest(self, path: str | Path, kind: str = "file") -> str:
-        """sha256 of a file; for kind 'checkpoint', the fingerprint of it and its shards."""
+    def digest(self, path: str | Path) -> str:
+        """Content fingerprint of a file, and of every shard when it is an index file."""
         path = Path(path)
-        files = sorted({path, *shard_paths(path)}) if kind == "checkpoint" else [path]
-        key = self._stat_key(kind, [f for f in files if f.exists()])
+        files = [f for f in sorted({path, *shard_paths(path)}) if f.exists()]
+        key = "|".join(f"{f.resolve()}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
         if key not in self._cache:
-            value = checkpoint_fingerprint(path) if kind == "checkpoint" else file_sha256(path)
-            self._cache[key] = value
+            self._cache[key] = checkpoint_fingerprint(path)
             atomic.write_json(self.cache_file, self._cache)
         return self._cache[key]

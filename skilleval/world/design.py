@@ -37,3 +37,15 @@ BANK_DESIGN = {
     "ST": ("Final skill bank ST (iteration 80)", 5, 1, 2, 0.13),
     "draft16": ("Draft bank for ranking (16 chunks)", 6, 5, 5, 0.2),
 }
+
+
+def generated_files(world_dir: str) -> list[str]:
+    """The registered inputs the generator writes: checkpoints, banks and the split file."""
+    from skilleval import paths
+
+    checkpoints = [
+        paths.fill(paths.WORLD_CHECKPOINT, world_dir=world_dir, checkpoint=name)
+        for name in CHECKPOINT_PARAMETERS
+    ]
+    banks = [paths.fill(paths.WORLD_BANK, world_dir=world_dir, bank=name) for name in BANK_DESIGN]
+    return [*checkpoints, *banks, paths.fill(paths.WORLD_SPLITS, world_dir=world_dir)]

@@ -54,10 +54,10 @@ def generate_digests(world: Mapping[str, Any]) -> dict[str, str]:
 
 
 def world_digests(
-    world: Mapping[str, Any], cache_dir: Path, sources: SourceCache = MEMORY
+    world: Mapping[str, Any], cache_dir: Path, code_cache: SourceCache = MEMORY
 ) -> dict[str, str]:
     """Digests of every generated world file, from the cache when nothing changed."""
-    code = code_fingerprint(modules=["skilleval.world.generate"], cache=sources)
+    code = code_fingerprint(modules=["skilleval.world.generate"], cache=code_cache)
     key = canonical_hash({"code": code, **world})
     cache = cache_dir / "world-digests.json"
     if cache.exists():
