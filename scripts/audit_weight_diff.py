@@ -1,4 +1,4 @@
-from skilleval.checkpoints.audit import build_weight_diff
+from skilleval.checkpoints.diff import build_weight_diff
 from skilleval.logs import logged
 
 with logged(snakemake.log[0]):

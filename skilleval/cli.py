@@ -110,19 +110,18 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
 
 def cmd_serve_world(args: argparse.Namespace) -> int:
     """Serve the default world over HTTP until interrupted (sglang-compatible flags)."""
+    import shlex
     import signal
     import threading
-    from pathlib import Path
 
+    from skilleval.checkpoints.layout import resolve_weights
     from skilleval.world.server import Faults, start_servers
 
     faults = Faults(
         rate=args.fault_rate, kinds=tuple(args.fault_kinds.split(",")), latency_s=args.latency
     )
-    weights = Path(args.model_path)
-    weights = weights / "model.safetensors" if weights.is_dir() else weights
     servers = start_servers(
-        str(weights),
+        str(resolve_weights(args.model_path)),
         args.world_dir,
         args.seed,
         args.port,
@@ -130,11 +129,13 @@ def cmd_serve_world(args: argparse.Namespace) -> int:
         args.slots,
         faults,
         {
-            "tp_size": args.tp,
+            "tp_size": args.tp_size,
             "dp_size": args.dp_size,
             "tool_call_parser": args.tool_call_parser,
             "reasoning_parser": args.reasoning_parser,
+            "launch_command": shlex.join(["skilleval", *sys.argv[1:]]),
         },
+        args.identity_endpoints,
     )
     print(f"model server {servers.model_url}, environment server {servers.env_url}", flush=True)
     stop = threading.Event()
@@ -189,6 +190,46 @@ def cmd_clean(args: argparse.Namespace) -> int:
     }[mode]
     print(f"{verb}: " + (", ".join(str(p) for p in paths) or "nothing"))
     return 0
+
+
+def cmd_checkpoint_audit(args: argparse.Namespace) -> int:
+    from skilleval.checkpoints.audit import audit_checkpoint, render_audit
+
+    audit = audit_checkpoint(Path(args.path).name, args.path, args.full_hash)
+    print(json.dumps(audit, indent=2) if args.json else render_audit(audit))
+    return 0 if audit["passed"] else 1
+
+
+def cmd_checkpoint_diff(args: argparse.Namespace) -> int:
+    from skilleval.checkpoints.diff import render_diff, weight_diff
+
+    diff = weight_diff(args.base, args.final, args.device)
+    print(json.dumps(diff, indent=2) if args.json else render_diff(diff, args.top))
+    return 0
+
+
+def _add_checkpoint(sub: Any) -> None:
+    checkpoint = sub.add_parser("checkpoint", help="check checkpoints before registering them")
+    checkpoint_sub = checkpoint.add_subparsers(dest="checkpoint_command", required=True)
+    audit = checkpoint_sub.add_parser(
+        "audit", help="shards present and readable, index true to its shards; exit 1 if not"
+    )
+    audit.add_argument("path", help="checkpoint directory, its index file or one .safetensors")
+    audit.add_argument("--full-hash", action="store_true", help="hash every byte (slow)")
+    audit.add_argument("--json", action="store_true", help="print the audit record as JSON")
+    audit.set_defaults(func=cmd_checkpoint_audit)
+    diff = checkpoint_sub.add_parser("diff", help="relative L2 change per tensor, FINAL vs BASE")
+    diff.add_argument("base", help="checkpoint directory, index file or .safetensors")
+    diff.add_argument("final", help="checkpoint directory, index file or .safetensors")
+    diff.add_argument("--json", action="store_true", help="print every tensor as JSON")
+    diff.add_argument("--top", type=int, default=20, help="tensors listed (default 20)")
+    diff.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="where sums are taken (default auto: cuda when torch sees a GPU)",
+    )
+    diff.set_defaults(func=cmd_checkpoint_diff)
 
 
 def _add_compare(sub: Any) -> None:
@@ -278,10 +319,19 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="loopback only; kept for sglang parity")
     serve.add_argument("--seed", type=int, default=20260830, help="the protocol's runtime seed")
     serve.add_argument("--slots", type=int, default=48)
-    serve.add_argument("--tp", type=int, default=1)
-    serve.add_argument("--dp-size", type=int, default=4)
-    serve.add_argument("--tool-call-parser", default="qwen3_coder")
-    serve.add_argument("--reasoning-parser", default="qwen3")
+    serve.add_argument(
+        "--tp-size", "--tensor-parallel-size", type=int, default=1, help="reported tp (default 1)"
+    )
+    serve.add_argument("--dp-size", type=int, default=4, help="reported dp (default 4)")
+    serve.add_argument("--tool-call-parser", default="qwen3_coder", help="(default qwen3_coder)")
+    serve.add_argument("--reasoning-parser", default="qwen3", help="(default qwen3)")
+    serve.add_argument(
+        "--identity-endpoints",
+        choices=["current", "deprecated"],
+        default="current",
+        help="serve sglang's /model_info and /server_info (default) or the deprecated "
+        "/get_model_info and /get_server_info, to test clients against older servers",
+    )
     serve.add_argument("--fault-rate", type=float, default=0.0)
     serve.add_argument("--fault-kinds", default="429,503,slow")
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
@@ -293,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_compare(sub)
     _add_ablation(sub)
+    _add_checkpoint(sub)
     _add_gpu(sub)
     _add_stale(sub)
     _add_archive(sub)

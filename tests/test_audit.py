@@ -9,7 +9,8 @@ from safetensors.numpy import load_file, save_file
 
 from skilleval.analysis.contrast import RunRecords, validity_checks
 from skilleval.analysis.verdict import verdict_of
-from skilleval.checkpoints.audit import audit_checkpoint, weight_diff, write_audit
+from skilleval.checkpoints.audit import audit_checkpoint, write_audit
+from skilleval.checkpoints.diff import weight_diff
 from skilleval.runs.evaluation import evaluate
 from tests.conftest import run_inputs
 

@@ -1,1 +1,1 @@
-"""Checkpoint files: fingerprints, reading tensors, audits and the weight change."""
+"""Checkpoints: layouts, headers, fingerprints, exact tensor reading, audits, weight change."""

@@ -1,86 +1,158 @@
-"""Checkpoint audits: every shard present and readable, what it holds, its fingerprint;
-and where training changed the model (relative L2 change per tensor, streamed).
+"""Checkpoint audits: every shard present and readable, the index true to its shards, what
+the checkpoint holds (dtypes, parameters, shard sizes) and its fingerprint.
 
-Shards are read one tensor at a time through safetensors' lazy loader, so a 4B model
-is never in memory at once. The change is computed on a GPU when torch sees one.
+Only headers are read, so an audit of a many-GB checkpoint takes milliseconds, apart
+from the fingerprint (sampled blocks unless a full hash is asked for).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from safetensors import safe_open
-
 from skilleval.checkpoints.files import checkpoint_fingerprint, file_fingerprint
+from skilleval.checkpoints.layout import (
+    TensorEntry,
+    is_index,
+    read_header,
+    read_index,
+    resolve_weights,
+)
 from skilleval.checkpoints.records import CheckpointAudit
+from skilleval.errors import CheckpointError
 from skilleval.provenance.record import provenance
-from skilleval.report.figures import save_figure
-from skilleval.storage.records import Check, write_record
+from skilleval.storage.records import Check
 
 
-def shard_names(weights: Path) -> list[str]:
-    if weights.name.endswith(".index.json"):
-        index = json.loads(weights.read_text())
-        return sorted(set(index.get("weight_map", {}).values()))
-    return [weights.name]
+@dataclass
+class CheckpointScan:
+    """What the headers of a checkpoint's shards say, and what is wrong with them."""
+
+    registered: str
+    weights: Path | None = None
+    shards: list[str] = field(default_factory=list)
+    shard_bytes: dict[str, int] = field(default_factory=dict)
+    headers: dict[str, dict[str, TensorEntry]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    extra_shards: list[str] = field(default_factory=list)
+    index_mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def tensors(self) -> dict[str, tuple[str, TensorEntry]]:
+        """Tensor name -> (the shard holding it, its entry), over the readable shards."""
+        return {
+            name: (shard, entry)
+            for shard, entries in self.headers.items()
+            for name, entry in entries.items()
+        }
+
+    @property
+    def problems(self) -> list[str]:
+        return [
+            *(f"{name}: shard is missing" for name in self.missing),
+            *self.unreadable,
+            *self.index_mismatches,
+            *(f"{name}: shard is not in the index" for name in self.extra_shards),
+        ]
+
+    def checks(self) -> list[Check]:
+        return [
+            Check(
+                "all_shards_present",
+                not self.missing,
+                f"missing: {self.missing}" if self.missing else f"{len(self.shards)} shard(s)",
+            ),
+            Check(
+                "all_shards_readable",
+                not self.unreadable,
+                "; ".join(self.unreadable) or "headers parse",
+            ),
+            Check(
+                "index_matches_shards",
+                not self.index_mismatches,
+                "; ".join(self.index_mismatches) or "every tensor where the index says",
+            ),
+            Check(
+                "no_extra_shards",
+                not self.extra_shards,
+                f"not in the index: {self.extra_shards}" if self.extra_shards else "none",
+            ),
+        ]
+
+
+def scan_checkpoint(weights: str | Path) -> CheckpointScan:
+    scan = CheckpointScan(str(weights))
+    try:
+        scan.weights = resolve_weights(weights)
+        index = read_index(scan.weights) if is_index(scan.weights) else None
+    except CheckpointError as error:
+        scan.unreadable.append(str(error))
+        return scan
+    if not scan.weights.exists():
+        scan.missing.append(scan.weights.name)
+        return scan
+    scan.shards = sorted(set(index.values())) if index is not None else [scan.weights.name]
+    for name in scan.shards:
+        _scan_shard(scan, scan.weights.parent / name)
+    if index is not None:
+        _compare_index(scan, index, scan.weights.parent)
+    return scan
+
+
+def _scan_shard(scan: CheckpointScan, shard: Path) -> None:
+    if not shard.exists():
+        scan.missing.append(shard.name)
+        return
+    scan.shard_bytes[shard.name] = shard.stat().st_size
+    try:
+        scan.headers[shard.name] = read_header(shard)
+    except (CheckpointError, OSError) as error:
+        scan.unreadable.append(str(error))
+
+
+def _compare_index(scan: CheckpointScan, index: dict[str, str], folder: Path) -> None:
+    tensors = scan.tensors
+    for tensor, shard_name in sorted(index.items()):
+        if shard_name in scan.headers and tensor not in scan.headers[shard_name]:
+            scan.index_mismatches.append(
+                f"{tensor}: the index places it in {shard_name}, which does not hold it"
+            )
+    for tensor in sorted(set(tensors) - set(index)):
+        scan.index_mismatches.append(
+            f"{tensor}: held by {tensors[tensor][0]} but not listed in the index"
+        )
+    listed = set(scan.shards)
+    scan.extra_shards = sorted(p.name for p in folder.glob("*.safetensors") if p.name not in listed)
 
 
 def audit_checkpoint(checkpoint_id: str, weights: str, full_hash: bool = False) -> dict[str, Any]:
-    path = Path(weights)
-    tensors = parameters = 0
-    dtypes: Counter[str] = Counter()
-    missing, unreadable = [], []
-    if not path.exists():
-        missing.append(path.name)
-        names: list[str] = []
-    else:
-        names = shard_names(path)
-    for name in names:
-        shard = path.parent / name
-        if not shard.exists():
-            missing.append(name)
-            continue
-        try:
-            with safe_open(str(shard), framework="numpy") as handle:
-                for key in handle.keys():  # noqa: SIM118 (safe_open has no __iter__)
-                    info = handle.get_slice(key)
-                    tensors += 1
-                    dtypes[str(info.get_dtype())] += 1
-                    parameters += math.prod(info.get_shape())
-        except Exception as error:  # safetensors raises several error types on bad files
-            unreadable.append(f"{name}: {error}")
-    checks = [
-        Check(
-            "all_shards_present",
-            not missing,
-            f"missing: {missing}" if missing else f"{len(names)} shard(s)",
-        ),
-        Check("all_shards_readable", not unreadable, "; ".join(unreadable) or "headers parse"),
-    ]
-    passed = not missing and not unreadable
+    scan = scan_checkpoint(weights)
+    checks = scan.checks()
+    passed = all(c.passed for c in checks)
     fingerprint = None
-    if passed:
+    if passed and scan.weights is not None:
         fingerprint = (
-            checkpoint_fingerprint(path)
-            if not full_hash
-            else "|".join(file_fingerprint(path.parent / n, full=True) for n in names)
+            "|".join(file_fingerprint(scan.weights.parent / n, full=True) for n in scan.shards)
+            if full_hash
+            else checkpoint_fingerprint(scan.weights)
         )
+    entries = [entry for _, entry in scan.tensors.values()]
     return {
         "checkpoint_id": checkpoint_id,
-        "weights": str(path),
+        "weights": str(weights),
+        "resolved": str(scan.weights) if scan.weights is not None else None,
         "passed": passed,
         "checks": [c.as_json() for c in checks],
-        "shards": names,
-        "missing_shards": missing,
-        "tensor_count": tensors,
-        "parameter_count": parameters,
-        "dtypes": dict(dtypes),
+        "problems": scan.problems,
+        "shards": scan.shards,
+        "shard_bytes": scan.shard_bytes,
+        "missing_shards": scan.missing,
+        "tensor_count": len(entries),
+        "parameter_count": sum(e.elements for e in entries),
+        "dtypes": dict(Counter(e.dtype for e in entries)),
         "fingerprint": fingerprint,
         "fingerprint_method": "full sha256" if full_hash else "header + sampled blocks",
     }
@@ -91,83 +163,14 @@ def write_audit(checkpoint_id: str, weights: str, output: str, full_hash: bool =
     CheckpointAudit.create(**audit, provenance=provenance()).write(output)
 
 
-def _tensor_index(weights: Path) -> dict[str, Path]:
-    if weights.name.endswith(".index.json"):
-        index = json.loads(weights.read_text())
-        return {k: weights.parent / v for k, v in index["weight_map"].items()}
-    with safe_open(str(weights), framework="numpy") as handle:
-        return dict.fromkeys(handle.keys(), weights)
-
-
-def relative_change(a: np.ndarray, b: np.ndarray) -> float:
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            ta = torch.from_numpy(np.ascontiguousarray(a)).cuda().float()
-            tb = torch.from_numpy(np.ascontiguousarray(b)).cuda().float()
-            return float(
-                torch.linalg.vector_norm(tb - ta) / torch.linalg.vector_norm(ta).clamp_min(1e-12)
-            )
-    except ImportError:
-        pass
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    return float(np.linalg.norm(b64 - a64)) / max(float(np.linalg.norm(a64)), 1e-12)
-
-
-def weight_diff(base: str, final: str) -> dict[str, Any]:
-    """Relative L2 change of every tensor both checkpoints share, one tensor at a time."""
-    index_a, index_b = _tensor_index(Path(base)), _tensor_index(Path(final))
-    rows: list[dict[str, Any]] = []
-    for key in sorted(set(index_a) & set(index_b)):
-        with (
-            safe_open(str(index_a[key]), framework="numpy") as fa,
-            safe_open(str(index_b[key]), framework="numpy") as fb,
-        ):
-            a, b = fa.get_tensor(key), fb.get_tensor(key)
-        if a.shape != b.shape:
-            rows.append(
-                {"tensor": key, "relative_l2": None, "note": f"shape {a.shape} -> {b.shape}"}
-            )
-            continue
-        layer = re.search(r"layers\.(\d+)\.", key)
-        rows.append(
-            {
-                "tensor": key,
-                "layer": int(layer.group(1)) if layer else None,
-                "relative_l2": relative_change(a, b),
-            }
-        )
-    return {
-        "base": base,
-        "final": final,
-        "tensors": rows,
-        "only_in_base": sorted(set(index_a) - set(index_b)),
-        "only_in_final": sorted(set(index_b) - set(index_a)),
-    }
-
-
-def weight_change_figure(diff: dict[str, Any], out_pdf: str, out_png: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    by_layer: dict[int, list[float]] = {}
-    for row in diff["tensors"]:
-        if row.get("layer") is not None and row["relative_l2"] is not None:
-            by_layer.setdefault(row["layer"], []).append(row["relative_l2"])
-    layers = sorted(by_layer)
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    ax.bar(layers, [float(np.mean(by_layer[i])) for i in layers], color="tab:purple")
-    ax.set_xlabel("layer")
-    ax.set_ylabel("mean relative L2 change")
-    ax.set_title("Where training changed the model (final vs base)")
-    fig.tight_layout()
-    save_figure(fig, out_pdf, out_png)
-
-
-def build_weight_diff(base: str, final: str, output: str, out_pdf: str, out_png: str) -> None:
-    diff = weight_diff(base, final)
-    write_record(output, "weight_diff", {**diff, "provenance": provenance()})
-    weight_change_figure(diff, out_pdf, out_png)
+def render_audit(audit: dict[str, Any]) -> str:
+    """One line of what the checkpoint holds, or one line per problem."""
+    if not audit["passed"]:
+        return "\n".join(f"{audit['weights']}: {problem}" for problem in audit["problems"])
+    sizes = sum(audit["shard_bytes"].values())
+    dtypes = ", ".join(f"{n} {d}" for d, n in sorted(audit["dtypes"].items()))
+    return (
+        f"{audit['resolved']}: passed; {len(audit['shards'])} shard(s), {sizes / 2**30:.2f} GiB, "
+        f"{audit['tensor_count']} tensors ({dtypes}), {audit['parameter_count']:,} parameters, "
+        f"fingerprint {audit['fingerprint']}"
+    )

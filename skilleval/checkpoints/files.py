@@ -1,4 +1,4 @@
-"""Checkpoint files: their shards and content fingerprints (no numpy: parse-time code uses it).
+"""Content fingerprints of checkpoint files (no numpy: parse-time code uses it).
 
 Fingerprints must be cheap on multi-GB shards, so large files are hashed from their
 safetensors header, size and evenly spaced sampled blocks rather than every byte.
@@ -7,9 +7,9 @@ safetensors header, size and evenly spaced sampled blocks rather than every byte
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
+from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
 from skilleval.errors import CheckpointError
 
 FULL_HASH_LIMIT = 64 * 1024 * 1024
@@ -37,19 +37,9 @@ def file_fingerprint(path: str | Path, full: bool = False) -> str:
     return f"sampled-sha256:{digest.hexdigest()}"
 
 
-def shard_paths(weights: str | Path) -> list[Path]:
-    """The safetensors files of a checkpoint given its model.safetensors or index file."""
-    weights = Path(weights)
-    if weights.name.endswith(".index.json"):
-        index = json.loads(weights.read_text())
-        names = sorted(set(index.get("weight_map", {}).values()))
-        return [weights.parent / name for name in names]
-    return [weights]
-
-
 def checkpoint_fingerprint(weights: str | Path) -> str:
-    weights = Path(weights)
+    weights = resolve_weights(weights)
     parts = [file_fingerprint(weights)]
-    if weights.name.endswith(".index.json"):
+    if is_index(weights):
         parts += [f"{p.name}={file_fingerprint(p)}" for p in shard_paths(weights)]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()

@@ -13,9 +13,12 @@ class CheckpointAudit(Record):
     kind = "checkpoint_audit"
     checkpoint_id: str
     weights: str
+    resolved: str | None
     passed: bool
     checks: list[Check]
+    problems: list[str]
     shards: list[str]
+    shard_bytes: dict[str, int]
     missing_shards: list[str]
     tensor_count: int
     parameter_count: int

@@ -14,7 +14,7 @@ from typing import Any
 from skilleval import paths
 from skilleval.ablation.plan import PlannedRun, audit_path, group_rows, plan_fingerprint
 from skilleval.ablation.plan import plan as plan_matrix
-from skilleval.checkpoints.files import shard_paths
+from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
 from skilleval.config.plan import RunPlan, WorkflowPlan
 from skilleval.provenance.digests import FileDigests
 from skilleval.runs.inputs import RunInputs
@@ -177,7 +177,7 @@ class RuleInputs:
     # checkpoints -------------------------------------------------------------
 
     def _weights(self, wildcards: Wildcards) -> str:
-        return str(self.plan.checkpoint_by_id(wildcards.ckid)["path"])
+        return str(resolve_weights(self.plan.checkpoint_by_id(wildcards.ckid)["path"]))
 
     def checkpoint_weights(self, wildcards: Wildcards) -> Any:
         return self.sources.input_file(self._weights(wildcards))
@@ -185,7 +185,7 @@ class RuleInputs:
     def checkpoint_shards(self, wildcards: Wildcards) -> list[Any]:
         """Every shard an index file names, so a changed shard re-runs the audit."""
         weights = self._weights(wildcards)
-        if not weights.endswith(".index.json") or not Path(weights).exists():
+        if not is_index(Path(weights)) or not Path(weights).exists():
             return []
         return [self.sources.input_file(str(shard)) for shard in shard_paths(weights)]
 

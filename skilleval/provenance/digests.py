@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skilleval.checkpoints.files import checkpoint_fingerprint, shard_paths
+from skilleval.checkpoints.files import checkpoint_fingerprint
+from skilleval.checkpoints.layout import shard_paths
 from skilleval.storage import atomic
 
 

@@ -17,11 +17,11 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx
 
+from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
 from skilleval.serving.service import server_root
 
@@ -31,8 +31,8 @@ log = logging.getLogger(__name__)
 def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list[str]:
     return [
         "--model-path",
-        str(Path(weights).parent),
-        "--tp",
+        str(model_dir(weights)),
+        "--tp-size",
         str(server["tp"]),
         "--dp-size",
         str(server["dp_size"]),
@@ -85,7 +85,7 @@ def launched_server(
         import docker  # lazy: only GPU hosts that serve through docker need the SDK
 
         client = docker.from_env()
-        weights_dir = str(Path(weights).resolve().parent)
+        weights_dir = str(model_dir(weights).resolve())
         container = client.containers.run(
             launch["image"],
             ["python3", "-m", "sglang.launch_server", *arguments],

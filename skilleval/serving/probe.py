@@ -45,24 +45,29 @@ def probe(hold_s: float, megabytes: int) -> dict[str, Any]:
         "uuids": physical_uuids(visible),
         "device_count": None,
     }
+    record.update(_hold_cards(hold_s, megabytes))
+    record["end"] = time.time()
+    return record
+
+
+def _hold_cards(hold_s: float, megabytes: int) -> dict[str, Any]:
+    """Allocate on every visible card for hold_s (just wait when torch sees no GPU)."""
     try:
         import torch
     except ImportError:
-        torch = None
-    if torch is not None and torch.cuda.is_available():
-        record["device_count"] = torch.cuda.device_count()
-        blocks = [
-            torch.empty(megabytes * 2**20, dtype=torch.uint8, device=f"cuda:{i}")
-            for i in range(torch.cuda.device_count())
-        ]
-        torch.cuda.synchronize()
-        record["allocated_mb_per_device"] = megabytes
         time.sleep(hold_s)
-        del blocks
-    else:
+        return {}
+    if not torch.cuda.is_available():
         time.sleep(hold_s)
-    record["end"] = time.time()
-    return record
+        return {}
+    blocks = [
+        torch.empty(megabytes * 2**20, dtype=torch.uint8, device=f"cuda:{i}")
+        for i in range(torch.cuda.device_count())
+    ]
+    torch.cuda.synchronize()
+    time.sleep(hold_s)
+    del blocks
+    return {"device_count": torch.cuda.device_count(), "allocated_mb_per_device": megabytes}
 
 
 def main() -> None:

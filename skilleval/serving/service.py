@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from skilleval.checkpoints.files import checkpoint_fingerprint
+from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
 
 log = logging.getLogger(__name__)
@@ -18,34 +20,87 @@ def server_root(base_url: str) -> str:
     return base_url.rstrip("/").removesuffix("/v1")
 
 
+# sglang's identity endpoints, newest first: /get_* were deprecated in 0.5 (warning per call).
+IDENTITY_ENDPOINTS = {
+    "current": ("/model_info", "/server_info"),
+    "deprecated": ("/get_model_info", "/get_server_info"),
+}
+MODEL_INFO_KEYS = (
+    "model_path",
+    "served_model_name",
+    "weight_version",
+    "tool_call_parser",
+    "reasoning_parser",
+    "architectures",
+)
+SERVER_INFO_KEYS = (
+    "model_path",
+    "tp_size",
+    "dp_size",
+    "tool_call_parser",
+    "reasoning_parser",
+    "version",
+    "launch_command",
+)
+# Flags of sglang's launch_command the protocol pins, by every spelling sglang accepts.
+LAUNCH_FLAGS = {
+    "--tp-size": "tp_size",
+    "--tensor-parallel-size": "tp_size",
+    "--dp-size": "dp_size",
+    "--data-parallel-size": "dp_size",
+    "--tool-call-parser": "tool_call_parser",
+    "--reasoning-parser": "reasoning_parser",
+}
+
+
+def _get_json(client: httpx.Client, url: str) -> dict[str, Any] | None:
+    try:
+        response = client.get(url)
+    except httpx.TransportError as error:
+        raise ServiceError(f"model server {url} unreachable: {error}") from error
+    body = response.json() if response.status_code == 200 else None
+    return body if isinstance(body, dict) else None
+
+
 def fetch_identity(base_url: str, timeout_s: float = 10.0) -> dict[str, Any]:
-    """What the server says it serves: sglang's info endpoints, else /v1/models."""
+    """What the server says it serves: sglang's info endpoints (current, else deprecated),
+    and /v1/models; only fields that cannot change while a run lasts are kept."""
     root = server_root(base_url)
-    identity: dict[str, Any] = {"base_url": base_url}
+    identity: dict[str, Any] = {"base_url": base_url, "identity_endpoints": None}
+    model_info: dict[str, Any] = {}
+    server_info: dict[str, Any] = {}
     with httpx.Client(timeout=timeout_s, trust_env=False) as client:
-        for path in ("/get_model_info", "/get_server_info"):
-            try:
-                response = client.get(root + path)
-            except httpx.TransportError as error:
-                raise ServiceError(f"model server {root} unreachable: {error}") from error
-            if response.status_code == 200:
-                identity[path.strip("/")] = response.json()
-        models = client.get(base_url.rstrip("/") + "/models")
-        if models.status_code == 200:
-            identity["models"] = [m["id"] for m in models.json().get("data", [])]
-    keep = ("model_path", "tp_size", "dp_size", "tool_call_parser", "reasoning_parser", "version")
-    server = identity.pop("get_server_info", {})
-    identity["server"] = {k: server.get(k) for k in keep if k in server}
+        for generation, (model_path, server_path) in IDENTITY_ENDPOINTS.items():
+            found = _get_json(client, root + model_path)
+            if found is not None:
+                model_info, server_info = found, _get_json(client, root + server_path) or {}
+                identity["identity_endpoints"] = f"{generation}: {model_path}, {server_path}"
+                break
+        models = _get_json(client, base_url.rstrip("/") + "/models") or {}
+    identity["models"] = [m["id"] for m in models.get("data", [])]
+    identity["model_info"] = {k: model_info[k] for k in MODEL_INFO_KEYS if k in model_info}
+    identity["server"] = {k: server_info[k] for k in SERVER_INFO_KEYS if k in server_info}
     return identity
+
+
+def launch_arguments(launch_command: str | None) -> dict[str, str]:
+    """The pinned flags a server was started with, from sglang's recorded launch_command."""
+    words = shlex.split(launch_command or "")
+    found = {}
+    for i, word in enumerate(words):
+        flag, _, inline = word.partition("=")
+        if flag in LAUNCH_FLAGS:
+            value = inline or (words[i + 1] if i + 1 < len(words) else "")
+            found[LAUNCH_FLAGS[flag]] = value
+    return found
 
 
 def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: str) -> list[str]:
     """Differences between the served model and what the run requires."""
     problems = []
-    model_path = (identity.get("get_model_info") or {}).get("model_path") or identity["server"].get(
-        "model_path"
-    )
-    expected = Path(weights).parent
+    model_info, served = identity.get("model_info") or {}, identity.get("server") or {}
+    model_path = model_info.get("model_path") or served.get("model_path")
+    expected = model_dir(weights)
     if model_path is not None and Path(model_path).name != expected.name:
         problems.append(f"serves {model_path}, but the run's checkpoint is {expected}")
     wanted = {
@@ -54,10 +109,17 @@ def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: st
         "tool_call_parser": server["tool_call_parser"],
         "reasoning_parser": server["reasoning_parser"],
     }
+    launched = launch_arguments(served.get("launch_command"))
     for key, value in wanted.items():
-        served = identity["server"].get(key)
-        if value is not None and served is not None and served != value:
-            problems.append(f"{key} is {served!r}, the protocol requires {value!r}")
+        if value is None:
+            continue
+        reported = model_info.get(key, served.get(key))
+        if reported is not None and reported != value:
+            problems.append(f"{key} is {reported!r}, the protocol requires {value!r}")
+        if key in launched and launched[key] != str(value):
+            problems.append(
+                f"launch_command sets {key} to {launched[key]!r}, the protocol requires {value!r}"
+            )
     return problems
 
 

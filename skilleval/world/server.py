@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 import threading
 import time
 import uuid
@@ -18,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from skilleval.checkpoints.layout import model_dir
 from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.policy.types import AssistantTurn
@@ -81,15 +83,46 @@ def completion(model: str, message: dict[str, Any], turn: AssistantTurn) -> dict
     }
 
 
-def model_handler(policy_for: Any, identity: dict[str, Any], faults: Faults) -> type:
+def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict[str, Any]]:
+    """sglang's identity endpoints for the served model, in the shapes sglang 0.5.23 replies
+    with (``current``) or the shapes of the deprecated pair on older servers."""
+    parsers = {k: identity[k] for k in ("tool_call_parser", "reasoning_parser")}
+    server_info = {
+        "model_path": identity["model_path"],
+        "served_model_name": identity["model_path"],
+        "tp_size": identity["tp_size"],
+        "dp_size": identity["dp_size"],
+        **parsers,
+        "version": identity["version"],
+    }
+    if endpoints == "deprecated":
+        model_info = {"model_path": identity["model_path"], "is_generation": True}
+        return {"/get_model_info": model_info, "/get_server_info": server_info}
+    model_info = {
+        "model_path": identity["model_path"],
+        "served_model_name": identity["model_path"],
+        "tokenizer_path": identity["model_path"],
+        "is_generation": True,
+        "weight_version": "default",
+        **parsers,
+        "model_type": "shopsim",
+        "architectures": ["ShopSimPolicy"],
+    }
+    launched = {**server_info, "launch_command": identity["launch_command"]}
+    return {"/model_info": model_info, "/server_info": launched}
+
+
+def model_handler(
+    policy_for: Any, identity: dict[str, Any], faults: Faults, endpoints: str
+) -> type:
+    replies = identity_replies(identity, endpoints)
+
     class ModelHandler(JsonHandler):
         def do_GET(self) -> None:
             if self.path in ("/health", "/health_generate"):
                 self.reply(200, {"status": "ok"})
-            elif self.path == "/get_model_info":
-                self.reply(200, {"model_path": identity["model_path"], "is_generation": True})
-            elif self.path == "/get_server_info":
-                self.reply(200, identity)
+            elif self.path in replies:
+                self.reply(200, replies[self.path])
             elif self.path == "/v1/models":
                 self.reply(
                     200,
@@ -207,6 +240,26 @@ class WorldServers:
             server.server_close()
 
 
+def launch_command(identity: dict[str, Any]) -> str:
+    """The serve-world command line that serves this identity (sglang records its own)."""
+    return shlex.join(
+        [
+            "skilleval",
+            "serve-world",
+            "--model-path",
+            identity["model_path"],
+            "--tp-size",
+            str(identity["tp_size"]),
+            "--dp-size",
+            str(identity["dp_size"]),
+            "--tool-call-parser",
+            identity["tool_call_parser"],
+            "--reasoning-parser",
+            identity["reasoning_parser"],
+        ]
+    )
+
+
 def start_servers(
     checkpoint: str,
     world_dir: str,
@@ -216,12 +269,13 @@ def start_servers(
     slots: int = 48,
     faults: Faults | None = None,
     server_args: dict[str, Any] | None = None,
+    identity_endpoints: str = "current",
 ) -> WorldServers:
     """Start both servers on loopback in background threads (port 0 picks a free port)."""
     tensors = load_policy_tensors(checkpoint)
     salt = weights_salt(tensors)
     identity = {
-        "model_path": str(Path(checkpoint).resolve().parent),
+        "model_path": str(model_dir(checkpoint).resolve()),
         "tp_size": 1,
         "dp_size": 4,
         "tool_call_parser": "qwen3_coder",
@@ -229,13 +283,14 @@ def start_servers(
         "version": "skilleval-sim",
         **(server_args or {}),
     }
+    identity.setdefault("launch_command", launch_command(identity))
 
     def policy_for(temperature: float, max_tokens: int, thinking: bool) -> SimPolicy:
         return SimPolicy(tensors, temperature, max_tokens, thinking, salt, task_seed=seed)
 
     faults = faults or Faults()
     model = ThreadingHTTPServer(
-        ("127.0.0.1", model_port), model_handler(policy_for, identity, faults)
+        ("127.0.0.1", model_port), model_handler(policy_for, identity, faults, identity_endpoints)
     )
     env = ThreadingHTTPServer(("127.0.0.1", env_port), env_handler(load_world(world_dir), slots))
     for server in (model, env):
