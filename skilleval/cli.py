@@ -136,6 +136,7 @@ def cmd_serve_world(args: argparse.Namespace) -> int:
             "launch_command": shlex.join(["skilleval", *sys.argv[1:]]),
         },
         args.identity_endpoints,
+        Faults(rate=args.env_fault_rate, kinds=("drop_step",)),
     )
     print(f"model server {servers.model_url}, environment server {servers.env_url}", flush=True)
     stop = threading.Event()
@@ -332,8 +333,21 @@ def _add_serve(sub: Any) -> None:
         help="serve sglang's /model_info and /server_info (default) or the deprecated "
         "/get_model_info and /get_server_info, to test clients against older servers",
     )
-    serve.add_argument("--fault-rate", type=float, default=0.0)
-    serve.add_argument("--fault-kinds", default="429,503,slow")
+    serve.add_argument(
+        "--fault-rate", type=float, default=0.0, help="share of model replies faulted (0)"
+    )
+    serve.add_argument(
+        "--fault-kinds",
+        default="429,503,slow",
+        help="model faults drawn from: 429, 503, slow, malformed, context_overflow "
+        "(default 429,503,slow)",
+    )
+    serve.add_argument(
+        "--env-fault-rate",
+        type=float,
+        default=0.0,
+        help="share of environment steps applied whose reply is then dropped (0)",
+    )
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
     serve.set_defaults(func=cmd_serve_world)
 

@@ -30,12 +30,34 @@ class ComparisonError(SkillevalError):
 class InfrastructureError(Exception):
     """A failure of the machinery (timeout, 429, 5xx, lost slot), never a task failure.
 
-    Episodes that raise it are retried with backoff and never scored.
+    Episodes that raise it are restarted from a fresh episode and never scored; ``kind``
+    names the failure in the run's retry counts.
     """
 
-    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(
+        self, message: str, retry_after_s: float | None = None, kind: str = "infrastructure"
+    ) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.kind = kind
+
+
+class RejectedRequest(Exception):
+    """The model server refused one request (a 4xx other than 429): the model's failure on
+    that task, never a reason to stop the run. ``reason`` is context_overflow or
+    rejected_request."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class OutageError(SkillevalError):
+    """A server stayed unreachable or failing for longer than the run's outage budget."""
+
+
+class DiskError(SkillevalError):
+    """A result or journal could not be written: disk full, read-only or not permitted."""
 
 
 class CheckpointError(SkillevalError):

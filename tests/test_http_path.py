@@ -27,7 +27,7 @@ def strip(records: list[dict[str, object]]) -> list[dict[str, object]]:
 def http_inputs(world: Path, model_url: str, env_url: str, **protocol_changes: object):  # type: ignore[no-untyped-def]
     inputs = run_inputs(world)
     protocol = copy.deepcopy(inputs.protocol)
-    protocol["model_server"].update(base_url=model_url, max_retries=8, request_timeout_s=30)
+    protocol["model_server"].update(base_url=model_url, request_timeout_s=30)
     protocol["model_server"].update(protocol_changes)
     protocol["environment"]["url"] = env_url
     backends = {"policy": "openai", "environment": "http", "model_server": "external"}

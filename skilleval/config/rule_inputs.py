@@ -93,7 +93,7 @@ class RuleInputs:
         return self.sources.digests(self._run_paths(wildcards))
 
     def run_params(self, wildcards: Wildcards) -> dict[str, Any]:
-        return dict(canonical(asdict(self.run_inputs(wildcards))))
+        return dict(canonical(asdict(self.run_inputs(wildcards).for_results())))
 
     def run_gpus(self, wildcards: Wildcards) -> int:
         protocol = self.plan.config["protocols"][self._run(wildcards).protocol]

@@ -1,10 +1,10 @@
 """The policy of any OpenAI-compatible chat endpoint (sglang, vLLM, hosted APIs).
 
-Uses the official ``openai`` client: explicit per-request timeouts and its retries with
-exponential backoff on 429, 5xx, timeouts and connection errors, which honour the
-server's Retry-After. What still fails after them is an InfrastructureError, so the
-runner retries the episode and never scores it. The API key is read from the named
-environment variable only and never written anywhere.
+Uses the official ``openai`` client with explicit per-request timeouts and its own
+retries off: the run's retry layer for this server (serving.outage) waits out 429, 5xx,
+timeouts and outages, counting each. A request the server refuses (another 4xx, such as
+a prompt past the context length) ends that episode as the model's failure. The API key
+is read from the named environment variable only and never written anywhere.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import os
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
-from skilleval.errors import InfrastructureError, SkillevalError
+from skilleval.errors import RejectedRequest, SkillevalError
 from skilleval.policy.types import AssistantTurn, Message, ToolCall
+from skilleval.serving.outage import RetryLedger, ServerCalls
 
 LOCAL_KEY = "EMPTY"  # sglang and vLLM accept any key; the client needs a non-empty one
 
@@ -33,22 +35,20 @@ def api_key(env_name: str | None) -> str:
     return key
 
 
-def sampling_arguments(sampling: dict[str, Any], seed: int | None) -> dict[str, Any]:
-    arguments: dict[str, Any] = {
+def sampling_body(sampling: dict[str, Any], seed: int | None) -> dict[str, Any]:
+    """The request body's sampling fields, sglang's and vLLM's extensions included."""
+    body: dict[str, Any] = {
         "temperature": sampling["temperature"],
         "top_p": sampling["top_p"],
         "max_tokens": sampling["max_tokens"],
         "tool_choice": sampling["tool_choice"],
-    }
-    extra: dict[str, Any] = {
-        "chat_template_kwargs": {"enable_thinking": sampling["enable_thinking"]}
+        "chat_template_kwargs": {"enable_thinking": sampling["enable_thinking"]},
     }
     if sampling["top_k"] is not None:
-        extra["top_k"] = sampling["top_k"]
+        body["top_k"] = sampling["top_k"]
     if sampling["send_seed"] and seed is not None:
-        arguments["seed"] = seed
-    arguments["extra_body"] = extra
-    return arguments
+        body["seed"] = seed
+    return body
 
 
 def parse_tool_calls(message: Any) -> tuple[tuple[ToolCall, ...], str | None]:
@@ -74,47 +74,52 @@ class OpenAIPolicy:
         sampling: dict[str, Any],
         api_key_env: str | None,
         timeout_s: float,
-        max_retries: int,
+        ledger: RetryLedger,
+        outage_budget_s: float,
         seed: int | None = None,
     ) -> None:
         self.model = model
-        self.arguments = sampling_arguments(sampling, seed)
+        self.sampling = sampling_body(sampling, seed)
         self.client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key(api_key_env),
             timeout=timeout_s,
-            max_retries=max_retries,
+            max_retries=0,
             http_client=openai.DefaultHttpxClient(trust_env=sampling["trust_env"]),
         )
+        self.calls = ServerCalls("model", base_url, ledger, outage_budget_s)
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
+        # The raw post skips the SDK's per-request walk over the typed parameters, which
+        # costs more client CPU than the rest of the request on long conversations; the
+        # body is already plain JSON, so the walk would not change it.
+        body = {"model": self.model, "messages": messages, "tools": tools, **self.sampling}
         try:
-            create: Any = self.client.chat.completions.create
-            response = create(model=self.model, messages=messages, tools=tools, **self.arguments)
-        except (
-            openai.APIConnectionError,
-            openai.APITimeoutError,
-            openai.RateLimitError,
-            openai.InternalServerError,
-        ) as error:
-            raise InfrastructureError(f"{type(error).__name__}: {error}") from error
-        except openai.APIStatusError as error:
-            if error.status_code >= 500 or error.status_code == 429:
-                raise InfrastructureError(f"HTTP {error.status_code}: {error}") from error
-            raise
+            response = self.calls.call(
+                lambda: self.client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+            )
+        except openai.APIStatusError as error:  # 4xx other than 429: the retry layer passed it
+            raise rejected(error) from error
         choice = response.choices[0]
         message = choice.message
         calls, problem = parse_tool_calls(message)
-        reasoning = getattr(message, "reasoning_content", None)
         usage = response.usage
-        content = message.content or ""
-        if problem and not calls:
-            content = f"{content}\n[{problem}]".strip()
         return AssistantTurn(
-            content=content,
-            reasoning=reasoning,
+            content=message.content or "",
+            reasoning=getattr(message, "reasoning_content", None),
             tool_calls=calls,
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
             finish_reason=choice.finish_reason or "stop",
+            problem=problem,
         )
+
+
+def rejected(error: openai.APIStatusError) -> RejectedRequest:
+    """The episode's end for a refused request, with the server's own message."""
+    body = error.body if isinstance(error.body, dict) else {}
+    detail = body.get("message") or body.get("detail") or str(error)
+    message = f"HTTP {error.status_code}: {detail}"
+    lowered = message.lower()
+    overflow = "context length" in lowered or "context_length" in lowered
+    return RejectedRequest("context_overflow" if overflow else "rejected_request", message)

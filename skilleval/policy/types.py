@@ -28,6 +28,8 @@ class AssistantTurn:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
+    # Why tool calls were dropped (malformed arguments); None when every call parsed.
+    problem: str | None = None
 
     def as_message(self) -> Message:
         message: Message = {"role": "assistant", "content": self.content}

@@ -13,6 +13,8 @@ from skilleval.errors import SkillevalError
 from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.policy.types import Policy
+from skilleval.runs.inputs import RunInputs
+from skilleval.serving.outage import RetryLedger
 from skilleval.serving.service import Service
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
@@ -26,7 +28,11 @@ def make_service(
 
 
 def make_policy(
-    backend: str, protocol: Mapping[str, Any], service: Service, fault_rate: float = 0.0
+    backend: str,
+    protocol: Mapping[str, Any],
+    service: Service,
+    ledger: RetryLedger,
+    fault_rate: float = 0.0,
 ) -> Policy:
     sampling = protocol["sampling"]
     seed = protocol["runtime"]["seed"]
@@ -49,14 +55,21 @@ def make_policy(
             sampling,
             server["api_key_env"],
             server["request_timeout_s"],
-            server["max_retries"],
+            ledger,
+            protocol["runtime"]["outage_budget_s"],
             seed=seed,
         )
     raise SkillevalError(f"backends.policy = {backend!r} is unknown")
 
 
 def make_environment(
-    backend: str, catalogue: str, split_file: str, split: str, settings: Mapping[str, Any]
+    backend: str,
+    catalogue: str,
+    split_file: str,
+    split: str,
+    settings: Mapping[str, Any],
+    ledger: RetryLedger,
+    outage_budget_s: float,
 ) -> Environment:
     if backend == "shopsim":
         with open(catalogue) as handle:
@@ -65,5 +78,22 @@ def make_environment(
             tasks = [Task.from_json(t) for t in json.load(handle)[split]]
         return ShopWorld(products, tasks)
     if backend == "http":
-        return HttpEnvironment(settings["url"], settings["slots"])
+        return HttpEnvironment(settings["url"], settings["slots"], ledger, outage_budget_s)
     raise SkillevalError(f"backends.environment = {backend!r} is unknown")
+
+
+def make_backends(
+    inputs: RunInputs, service: Service, ledger: RetryLedger, fault_rate: float = 0.0
+) -> tuple[Policy, Environment]:
+    """The run's policy and environment, both retrying through the run's ledger."""
+    policy = make_policy(inputs.backends["policy"], inputs.protocol, service, ledger, fault_rate)
+    environment = make_environment(
+        inputs.backends["environment"],
+        inputs.catalogue,
+        inputs.split_file,
+        inputs.split,
+        inputs.protocol["environment"],
+        ledger,
+        inputs.protocol["runtime"]["outage_budget_s"],
+    )
+    return policy, environment

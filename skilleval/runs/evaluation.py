@@ -18,16 +18,17 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from skilleval.errors import CoverageError
+from skilleval.errors import CoverageError, OutageError
 from skilleval.provenance.record import provenance
-from skilleval.runs.backends import make_environment, make_policy, make_service
-from skilleval.runs.inputs import RunInputs
+from skilleval.runs.backends import make_backends, make_service
+from skilleval.runs.inputs import RunInputs, results_protocol
 from skilleval.runs.journal import Journal
 from skilleval.runs.records import RunSummary
 from skilleval.runs.resolve import ResolvedRun, resolve
 from skilleval.runs.rollout import EpisodeResult, run_episode
 from skilleval.runs.runner import EpisodeFn, RetryPolicy, RunStats, run_episodes
 from skilleval.serving.gpu import allowed_devices, cards_for, gpu_lease
+from skilleval.serving.outage import RetryLedger
 from skilleval.storage import atomic
 
 log = logging.getLogger(__name__)
@@ -94,30 +95,27 @@ def evaluate(
             inputs.backends["policy"], inputs.checkpoint_id, inputs.checkpoint_path, server
         )
         service_start = service.check()
-        policy = make_policy(
-            inputs.backends["policy"], inputs.protocol, service, fault_rate=fault_rate
-        )
-        environment = make_environment(
-            inputs.backends["environment"],
-            inputs.catalogue,
-            inputs.split_file,
-            inputs.split,
-            inputs.protocol["environment"],
-        )
+        ledger = RetryLedger()
+        policy, environment = make_backends(inputs, service, ledger, fault_rate)
         max_steps = inputs.protocol["runtime"]["max_steps"]
 
         def episode(task_id: str, repeat: int) -> EpisodeResult:
             prompt = resolved.prompts[task_id]
             return run_episode(policy, environment, task_id, prompt, max_steps, repeat)
 
-        records, stats, journal_path = _run_all(inputs, resolved, episode, journal_root, retry)
+        with resume_hint(summary_path):
+            records, stats, journal_path = _run_all(
+                inputs, resolved, episode, journal_root, retry, ledger
+            )
         service_end = service.identity()
     summary = {
         "run": inputs.run,
         "experiment": inputs.experiment,
         **resolved.identity,
         "fingerprint": resolved.fingerprint,
-        "protocol_values": {k: v for k, v in inputs.protocol.items() if k != "description"},
+        "protocol_values": {
+            k: v for k, v in results_protocol(inputs.protocol).items() if k != "description"
+        },
         "chunk_hashes": resolved.chunk_hashes,
         "repeats": inputs.protocol["runtime"]["repeats"],
         **summarise(records, len(resolved.keys)),
@@ -138,12 +136,25 @@ def evaluate(
     return record.as_json()
 
 
+@contextlib.contextmanager
+def resume_hint(summary_path: str) -> Iterator[None]:
+    """Complete a run-stopping outage's message with the command that resumes the run."""
+    try:
+        yield
+    except OutageError as outage:
+        raise OutageError(
+            f"{outage}. Once the server is back, resume with: snakemake --cores 1 "
+            f"{summary_path} (or re-run your own snakemake command: finished tasks are reused)"
+        ) from None
+
+
 def _run_all(
     inputs: RunInputs,
     resolved: ResolvedRun,
     episode: EpisodeFn,
     journal_root: str,
     retry: RetryPolicy | None,
+    ledger: RetryLedger,
 ) -> tuple[list[dict[str, Any]], RunStats, str]:
     """Every episode not yet journaled; refuses to go on below the required coverage."""
     runtime = inputs.protocol["runtime"]
@@ -164,6 +175,7 @@ def _run_all(
             runtime["episode_timeout_s"],
             inputs.run,
             retry,
+            ledger=ledger,
         )
         records = [j.records[k] for k in sorted(resolved.keys) if k in j.records]
         journal_path = str(j.path)
@@ -188,5 +200,6 @@ def _execution(stats: RunStats, started: float) -> dict[str, Any]:
         "ran": stats.done,
         "infra_retries": stats.retried,
         "infra_errors": stats.infra_errors,
+        "retries": stats.ledger.snapshot(),
         "wall_s": round(time.monotonic() - started, 3),
     }

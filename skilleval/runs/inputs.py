@@ -5,8 +5,19 @@ Kept free of heavy imports: rules/common.smk imports it when the workflow is par
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
+
+# How a run is executed, not what it computes: these never change a fingerprint or make a
+# run stale, so a run stopped by an outage resumes after the budget is raised.
+EXECUTION_ONLY_RUNTIME = ("outage_budget_s",)
+
+
+def results_protocol(protocol: Mapping[str, Any]) -> dict[str, Any]:
+    """The protocol's values that decide what a run computes."""
+    runtime = {k: v for k, v in protocol["runtime"].items() if k not in EXECUTION_ONLY_RUNTIME}
+    return {**protocol, "runtime": runtime}
 
 
 @dataclass(frozen=True)
@@ -29,3 +40,7 @@ class RunInputs:
     catalogue: str
     mask_path: str | None = None
     mask_run: str | None = None
+
+    def for_results(self) -> RunInputs:
+        """These inputs without the settings that only decide how the run is executed."""
+        return replace(self, protocol=results_protocol(self.protocol))

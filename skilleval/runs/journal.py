@@ -18,6 +18,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from skilleval.errors import RunLockedError
+from skilleval.storage.atomic import disk_error
 from skilleval.storage.records import FORMAT_VERSIONS, versioned
 
 RecordKey = tuple[str, int]
@@ -64,7 +65,7 @@ class Journal:
         self.identity = identity
         self.path = self.dir / f"{fingerprint}.jsonl"
         self._lock = FileLock(str(self.dir / ".writer.lock"))
-        self._handle: Any = None
+        self._fd: int | None = None
         self.records: dict[RecordKey, dict[str, Any]] = {}
 
     def __enter__(self) -> Journal:
@@ -99,18 +100,28 @@ class Journal:
                     indent=1,
                 )
             )
-        self._handle = open(self.path, "a")
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._handle is not None:
-            self._handle.close()
+        if self._fd is not None:
+            os.close(self._fd)
         self._lock.release()
 
     def append(self, record: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(record, sort_keys=True) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        """Append one line, durably; a failed write is cut back, so no line is ever torn."""
+        assert self._fd is not None, "append outside `with Journal(...)`"
+        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        before = os.fstat(self._fd).st_size
+        try:
+            written = 0
+            while written < len(line):
+                written += os.write(self._fd, line[written:])
+            os.fsync(self._fd)
+        except OSError as error:
+            os.ftruncate(self._fd, before)
+            kept = f"; the {len(self.records)} tasks finished so far are kept in {self.path}"
+            raise disk_error(self.path, error, kept) or error from None
         self.records[record_key(record)] = record
 
     def _archive_superseded(self) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.errors import SkillevalError
 from skilleval.policy.sim import SIM_POLICY_VERSION
-from skilleval.runs.inputs import RunInputs
+from skilleval.runs.inputs import RunInputs, results_protocol
 from skilleval.runs.journal import RecordKey
 from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import Skill, bank_hash, load_bank, system_prompt
@@ -32,7 +32,7 @@ class ResolvedRun:
 
 
 def protocol_fingerprint(protocol_name: str, protocol: Mapping[str, Any]) -> str:
-    values = {k: v for k, v in protocol.items() if k != "description"}
+    values = {k: v for k, v in results_protocol(protocol).items() if k != "description"}
     return canonical_hash({"name": protocol_name, **values})
 
 

@@ -2,6 +2,8 @@
 
 Messages in, an assistant turn out, tool results back, until the environment says the
 episode is over, the model stops calling tools, or ``max_steps`` turns have been taken.
+Every episode ends with one of END_REASONS; all but done, no_tool_call and max_steps
+carry an error naming what the model (or its server) did wrong.
 """
 
 from __future__ import annotations
@@ -10,8 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from skilleval.env.types import Environment
-from skilleval.policy.types import Message, Policy
+from skilleval.errors import RejectedRequest
+from skilleval.policy.types import AssistantTurn, Message, Policy
 from skilleval.storage.records import versioned
+
+END_REASONS = (
+    "done",
+    "no_tool_call",
+    "max_steps",
+    "max_tokens",
+    "malformed_tool_call",
+    "unknown_tool",
+    "context_overflow",
+    "rejected_request",
+)
 
 
 @dataclass(frozen=True)
@@ -56,19 +70,23 @@ def run_episode(
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": episode.instruction},
     ]
+    tool_names = {tool["function"]["name"] for tool in tools}
     prompt_tokens = completion_tokens = steps = 0
     stop_reason, error = "max_steps", None
     try:
         while steps < max_steps:
-            turn = policy.complete(messages, tools)
+            try:
+                turn = policy.complete(messages, tools)
+            except RejectedRequest as refused:
+                stop_reason, error = refused.reason, str(refused)
+                break
             steps += 1
             prompt_tokens += turn.prompt_tokens
             completion_tokens += turn.completion_tokens
             messages.append(turn.as_message())
-            if not turn.tool_calls:
-                stop_reason = "length" if turn.finish_reason == "length" else "no_tool_call"
-                if turn.finish_reason == "length":
-                    error = "empty response: completion hit max_tokens"
+            ended = turn_end(turn, tool_names)
+            if ended is not None:
+                stop_reason, error = ended
                 break
             done = False
             for call in turn.tool_calls:
@@ -88,3 +106,17 @@ def run_episode(
     return EpisodeResult(
         task_id, repeat, rewards, steps, prompt_tokens, completion_tokens, stop_reason, error
     )
+
+
+def turn_end(turn: AssistantTurn, tool_names: set[str]) -> tuple[str, str | None] | None:
+    """(end reason, error) when this turn ends the episode; None when its calls are run."""
+    if not turn.tool_calls:
+        if turn.problem is not None:
+            return "malformed_tool_call", turn.problem
+        if turn.finish_reason == "length":
+            return "max_tokens", "empty response: completion hit max_tokens"
+        return "no_tool_call", None
+    unknown = sorted({call.name for call in turn.tool_calls} - tool_names)
+    if unknown:
+        return "unknown_tool", f"unknown tool(s) {unknown}; the tools are {sorted(tool_names)}"
+    return None

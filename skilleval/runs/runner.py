@@ -1,8 +1,11 @@
 """Running many episodes at once: bounded concurrency, per-episode deadlines, retries.
 
-Infrastructure failures and episodes that outlive their deadline are retried with
-exponential backoff (honouring a server's Retry-After) and never scored. A hung episode
-is abandoned, not waited for, so the last task of a run cannot hang it.
+Episodes that fail on infrastructure (a step that may have been applied, an episode the
+server lost, one that outlived its deadline) are restarted from a fresh episode with
+backoff and never scored; a hung episode is abandoned, not waited for. A server outage
+past its budget stops the run. An unexpected exception in one episode is logged with
+its traceback and its task listed at the end; the other episodes go on, but the run's
+outputs are not written.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from skilleval.errors import CoverageError, InfrastructureError
+from skilleval.errors import CoverageError, InfrastructureError, OutageError
 from skilleval.runs.journal import Journal, RecordKey
 from skilleval.runs.rollout import EpisodeResult
+from skilleval.serving.outage import RetryLedger
 
 log = logging.getLogger(__name__)
 EpisodeFn = Callable[[str, int], EpisodeResult]
@@ -29,17 +33,20 @@ class RunStats:
     retried: int = 0
     infra_errors: dict[str, int] = field(default_factory=dict)
     task_errors: int = 0
+    ledger: RetryLedger = field(default_factory=RetryLedger)
     started: float = field(default_factory=time.monotonic)
 
     def line(self, run: str) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         finished = self.reused + self.done
         rate = self.done / elapsed
-        eta = (self.total - finished) / rate if rate > 0 else float("nan")
+        left = self.total - finished
+        eta = "done" if left == 0 else f"eta {left / rate:.0f}s" if rate > 0 else "eta unknown"
+        retries = ", ".join(f"{k} {n}" for k, n in self.ledger.snapshot().items()) or "none"
         return (
             f"[{run}] {finished}/{self.total} tasks ({100 * finished / self.total:.0f}%), "
-            f"{rate:.1f} tasks/s, eta {eta:.0f}s, reused {self.reused}, "
-            f"infra retries {self.retried}, task errors {self.task_errors}"
+            f"{rate:.2f} tasks/s, {eta}, reused {self.reused}, episode restarts "
+            f"{self.retried}, task errors {self.task_errors}, retries: {retries}"
         )
 
 
@@ -64,6 +71,7 @@ class _Schedule:
         self.not_before: dict[RecordKey, float] = {}
         self.in_flight: dict[Future[EpisodeResult], tuple[RecordKey, float]] = {}
         self.failures: dict[RecordKey, str] = {}
+        self.crashed: dict[RecordKey, str] = {}
         self.retry, self.stats = retry, stats
 
     def submit_ready(
@@ -88,7 +96,13 @@ class _Schedule:
             try:
                 result = future.result()
             except InfrastructureError as exc:
-                self.retry_later(key, str(exc), exc.retry_after_s)
+                self.retry_later(key, str(exc), exc.retry_after_s, exc.kind)
+                continue
+            except OutageError:
+                raise
+            except Exception as exc:  # one episode's bug must not take the others down
+                log.exception("task %s repeat %d crashed", key[0], key[1])
+                self.crashed[key] = f"{type(exc).__name__}: {exc}"
                 continue
             journal.append(result.as_record())
             self.stats.done += 1
@@ -101,11 +115,13 @@ class _Schedule:
             if deadline <= now and not future.done():
                 del self.in_flight[future]
                 future.cancel()
-                self.retry_later(key, f"episode exceeded {timeout_s}s", None)
+                self.retry_later(key, f"episode exceeded {timeout_s}s", None, "episode_timeout")
 
-    def retry_later(self, key: RecordKey, reason: str, retry_after_s: float | None) -> None:
-        kind = reason.split(":")[0][:60]
+    def retry_later(
+        self, key: RecordKey, reason: str, retry_after_s: float | None, kind: str
+    ) -> None:
         self.stats.infra_errors[kind] = self.stats.infra_errors.get(kind, 0) + 1
+        self.stats.ledger.count("episode", kind)
         if self.attempts[key] >= self.retry.max_attempts:
             self.failures[key] = reason
             log.error("task %s repeat %d gave up: %s", key[0], key[1], reason)
@@ -126,12 +142,14 @@ def run_episodes(
     run_name: str,
     retry: RetryPolicy | None = None,
     progress_every_s: float = 2.0,
+    ledger: RetryLedger | None = None,
 ) -> RunStats:
     """Run every key not yet in the journal; append each finished episode as it lands."""
     retry = retry or RetryPolicy()
     all_keys = list(keys)
     pending = [k for k in all_keys if k not in journal.records]
     stats = RunStats(total=len(all_keys), reused=len(all_keys) - len(pending))
+    stats.ledger = ledger or stats.ledger
     log.info(stats.line(run_name))
     schedule = _Schedule(pending, retry, stats)
     # Abandoned (hung) episodes keep their threads; spare workers keep the run moving.
@@ -146,9 +164,30 @@ def run_episodes(
             if time.monotonic() - last_report >= progress_every_s:
                 log.info(stats.line(run_name))
                 last_report = time.monotonic()
+    except OutageError as outage:
+        finished = stats.reused + stats.done
+        raise OutageError(
+            f"run {run_name!r} stopped: {outage}. {finished}/{stats.total} tasks finished, "
+            f"kept in {journal.path}"
+        ) from None
     finally:
+        stats.ledger.stop.set()  # episodes still waiting on a server give up now
         pool.shutdown(wait=False, cancel_futures=True)
     log.info(stats.line(run_name))
+    _refuse_incomplete(schedule, run_name, retry, journal)
+    return stats
+
+
+def _refuse_incomplete(
+    schedule: _Schedule, run_name: str, retry: RetryPolicy, journal: Journal
+) -> None:
+    if schedule.crashed:
+        listed = "; ".join(f"{k[0]}#{k[1]}: {v}" for k, v in schedule.crashed.items())
+        raise CoverageError(
+            f"run {run_name!r}: {len(schedule.crashed)} task(s) crashed ({listed}); their "
+            f"tracebacks are in the run log. Finished tasks are kept in {journal.path}; fix "
+            "the cause and re-run to resume."
+        )
     if schedule.failures:
         failures = schedule.failures
         sample = "; ".join(f"{k[0]}#{k[1]}: {v}" for k, v in list(failures.items())[:5])
@@ -157,4 +196,3 @@ def run_episodes(
             f"{retry.max_attempts} attempts each ({sample}). Finished tasks are kept in "
             f"{journal.path}; fix the service and re-run to resume."
         )
-    return stats

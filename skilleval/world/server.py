@@ -2,18 +2,25 @@
 shopsim as an environment server with slots, on loopback.
 
 It lets the real path (OpenAI client, retries, server identity checks, HTTP environment)
-run end to end without a GPU. A fault mode answers a chosen fraction of requests with
-429 (with Retry-After), 5xx or a slow reply, or sends a malformed tool call.
+run end to end without a GPU. A fault mode answers a chosen fraction of model requests
+with 429 (with Retry-After), 5xx, a slow reply, a malformed tool call or sglang's 400 for
+a prompt past the context length, and of environment steps with a dropped reply after
+the step was applied; every injected fault is counted. Either server can be stopped and
+restarted on its port (a restarted environment server has lost its episodes).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shlex
+import socket
 import threading
 import time
 import uuid
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,12 +41,27 @@ class Faults:
     latency_s: float = 0.0
     rng: random.Random = field(default_factory=random.Random)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    injected: Counter[str] = field(default_factory=Counter)
+
+    def count(self, event: str) -> None:
+        with self.lock:
+            self.injected[event] += 1
 
     def draw(self) -> str | None:
         with self.lock:
             if self.rate and self.rng.random() < self.rate:
-                return self.rng.choice(self.kinds)
+                kind = self.rng.choice(self.kinds)
+                self.injected[kind] += 1
+                return kind
         return None
+
+
+CONTEXT_OVERFLOW = (
+    "Requested token count exceeds the model's maximum context length of 4096 tokens. "
+    "You requested a total of 4211 tokens: 4105 tokens from the input messages and 106 "
+    "tokens for the completion. Please reduce the number of tokens in the input messages "
+    "or the completion to fit within the limit."
+)
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -147,6 +169,10 @@ def model_handler(
             if fault == "503":
                 self.reply(503, {"error": {"message": "Service Unavailable (injected)"}})
                 return
+            if fault == "context_overflow":
+                error = {"object": "error", "message": CONTEXT_OVERFLOW, "code": 400}
+                self.reply(400, {**error, "type": "BadRequestError", "param": None})
+                return
             time.sleep(faults.latency_s + (faults.slow_s if fault == "slow" else 0.0))
             kwargs = request.get("chat_template_kwargs") or {}
             policy = policy_for(
@@ -163,8 +189,9 @@ def model_handler(
     return ModelHandler
 
 
-def env_handler(world: ShopWorld, slots: int) -> type:
+def env_handler(world: ShopWorld, slots: int, faults: Faults) -> type:
     episodes: dict[str, ShopEpisode] = {}
+    dropped: set[str] = set()
     lock = threading.Lock()
 
     class EnvHandler(JsonHandler):
@@ -199,8 +226,15 @@ def env_handler(world: ShopWorld, slots: int) -> type:
                 if episode is None:
                     self.reply(404, {"error": "no such episode"})
                     return
+                episode_id = self.path.split("/")[2]
+                if episode_id in dropped:  # a client that re-sends a step may apply it twice
+                    faults.count("step_after_dropped_reply")
                 call = self.body()
                 result = episode.step(ToolCall("http", call["name"], call["arguments"]))
+                if faults.draw() == "drop_step":
+                    dropped.add(episode_id)
+                    self.close_connection = True  # applied, but the client never hears so
+                    return
                 self.reply(200, {"observation": result.observation, "done": result.done})
             else:
                 self.reply(404, {"error": "not found"})
@@ -221,23 +255,70 @@ def load_world(world_dir: str) -> ShopWorld:
     return ShopWorld(catalogue_from_json(json.loads(catalogue.read_text()), str(catalogue)), tasks)
 
 
+class KillableServer(ThreadingHTTPServer):
+    """A server whose stop also cuts its open keep-alive connections, as a killed process
+    would; a plain shutdown only stops accepting new ones."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type) -> None:
+        super().__init__(address, handler)
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def kill(self) -> None:
+        self.shutdown()
+        self.server_close()
+        with self.connections_lock:
+            for connection in list(self.connections):
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+
+
+def serve(handler: type, port: int) -> KillableServer:
+    server = KillableServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 @dataclass
 class WorldServers:
-    model: ThreadingHTTPServer
-    env: ThreadingHTTPServer
+    """Both servers, each restartable on its port from a fresh handler (fresh state)."""
+
+    handlers: dict[str, Callable[[], type]]
+    running: dict[str, KillableServer]
+    ports: dict[str, int]
 
     @property
     def model_url(self) -> str:
-        return f"http://127.0.0.1:{self.model.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.ports['model']}/v1"
 
     @property
     def env_url(self) -> str:
-        return f"http://127.0.0.1:{self.env.server_address[1]}"
+        return f"http://127.0.0.1:{self.ports['env']}"
+
+    def stop(self, which: str) -> None:
+        server = self.running.pop(which, None)
+        if server is not None:
+            server.kill()
+
+    def restart(self, which: str) -> None:
+        self.stop(which)
+        self.running[which] = serve(self.handlers[which](), self.ports[which])
 
     def shutdown(self) -> None:
-        for server in (self.model, self.env):
-            server.shutdown()
-            server.server_close()
+        for which in list(self.running):
+            self.stop(which)
 
 
 def launch_command(identity: dict[str, Any]) -> str:
@@ -270,6 +351,7 @@ def start_servers(
     faults: Faults | None = None,
     server_args: dict[str, Any] | None = None,
     identity_endpoints: str = "current",
+    env_faults: Faults | None = None,
 ) -> WorldServers:
     """Start both servers on loopback in background threads (port 0 picks a free port)."""
     tensors = load_policy_tensors(checkpoint)
@@ -288,12 +370,15 @@ def start_servers(
     def policy_for(temperature: float, max_tokens: int, thinking: bool) -> SimPolicy:
         return SimPolicy(tensors, temperature, max_tokens, thinking, salt, task_seed=seed)
 
-    faults = faults or Faults()
-    model = ThreadingHTTPServer(
-        ("127.0.0.1", model_port), model_handler(policy_for, identity, faults, identity_endpoints)
-    )
-    env = ThreadingHTTPServer(("127.0.0.1", env_port), env_handler(load_world(world_dir), slots))
-    for server in (model, env):
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    return WorldServers(model, env)
+    faults, env_faults = faults or Faults(), env_faults or Faults()
+    world = load_world(world_dir)
+    handlers: dict[str, Callable[[], type]] = {
+        "model": lambda: model_handler(policy_for, identity, faults, identity_endpoints),
+        "env": lambda: env_handler(world, slots, env_faults),
+    }
+    running = {
+        "model": serve(handlers["model"](), model_port),
+        "env": serve(handlers["env"](), env_port),
+    }
+    ports = {which: int(server.server_address[1]) for which, server in running.items()}
+    return WorldServers(handlers, running, ports)

@@ -1,0 +1,193 @@
+"""Calling a server through its outages: one retry layer per server, every retry counted.
+
+Every request a run makes to its model or environment server goes through one
+``ServerCalls``; nothing beneath it retries (the OpenAI client runs with its retries
+off). A failure that cannot be the request's fault (connection refused, timeout, 429,
+5xx) is waited out with exponential backoff, never shorter than the server's
+Retry-After, for up to the run's outage budget; then the run stops with an OutageError.
+A request that is not idempotent (an environment step) is retried only when it provably
+never reached the server (the connection was refused); any other failure abandons the
+episode, since the step may have been applied.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+import openai
+
+from skilleval.errors import InfrastructureError, OutageError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+DESCRIBED = {
+    "connect": "unreachable",
+    "timeout": "not answering in time",
+    "transport": "dropping connections",
+    "429": "rate-limiting (HTTP 429)",
+    "5xx": "failing (HTTP 5xx)",
+}
+
+
+class StatusFailure(Exception):
+    """An HTTP reply a retry may cure: 429 or 5xx, with the server's Retry-After."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], message: str) -> None:
+        super().__init__(f"HTTP {status}: {message[:200]}")
+        self.status = status
+        self.retry_after_s = retry_after(headers.get("Retry-After"))
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str
+    retry_after_s: float | None
+    message: str
+
+
+def retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds, given as seconds or as an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        return max(email.utils.parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError):
+        return None
+
+
+def _status_kind(status: int) -> str | None:
+    return "429" if status == 429 else "5xx" if status >= 500 else None
+
+
+def _is(error: BaseException, *names: str) -> bool:
+    """Whether error is one of httpx's named exceptions, from httpx or the openai client's
+    own copy of it (httpx2), which share names but not classes."""
+    return any(
+        cls.__name__ in names and cls.__module__.split(".")[0] in ("httpx", "httpx2")
+        for cls in type(error).__mro__
+    )
+
+
+def classify(error: BaseException) -> Failure | None:
+    """What kind of transient failure an exception is; None when a retry cannot help."""
+    if isinstance(error, StatusFailure):
+        kind = _status_kind(error.status)
+        return Failure(kind, error.retry_after_s, str(error)) if kind else None
+    if isinstance(error, openai.APIStatusError):
+        kind = _status_kind(error.status_code)
+        wait = retry_after(error.response.headers.get("Retry-After"))
+        return Failure(kind, wait, f"HTTP {error.status_code}: {error}") if kind else None
+    cause = error.__cause__ if isinstance(error, openai.APIConnectionError) else error
+    message = f"{type(cause or error).__name__}: {cause or error}"
+    if cause is not None and _is(cause, "ConnectError", "ConnectTimeout"):
+        return Failure("connect", None, message)
+    if isinstance(error, openai.APITimeoutError) or _is(error, "TimeoutException"):
+        return Failure("timeout", None, message)
+    if isinstance(error, openai.APIConnectionError) or _is(error, "TransportError"):
+        return Failure("transport", None, message)
+    return None
+
+
+class RetryLedger:
+    """Every retry of one run, by layer and kind, and the signal that stops its waits."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+
+    def count(self, layer: str, kind: str) -> None:
+        with self._lock:
+            self.counts[f"{layer}/{kind}"] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(sorted(self.counts.items()))
+
+
+class ServerCalls:
+    """The retry layer of one server: outages waited out up to ``budget_s``."""
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        ledger: RetryLedger,
+        budget_s: float,
+        base_delay_s: float = 0.25,
+        max_delay_s: float = 10.0,
+        report_every_s: float = 5.0,
+    ) -> None:
+        self.name, self.url, self.ledger, self.budget_s = name, url, ledger, budget_s
+        self.base_delay_s, self.max_delay_s = base_delay_s, max_delay_s
+        self.report_every_s = report_every_s
+        self._last_report = 0.0
+        self._lock = threading.Lock()
+
+    def call(self, request: Callable[[], T], idempotent: bool = True) -> T:
+        first_failure: float | None = None
+        attempt = 0
+        while True:
+            if self.ledger.stop.is_set():
+                raise InfrastructureError("the run is stopping", kind="stopped")
+            try:
+                result = request()
+            except Exception as error:  # classified below; what no retry can cure is re-raised
+                failure = classify(error)
+                if failure is None:
+                    raise
+                self._failed(failure, idempotent, error)
+            else:
+                if first_failure is not None:
+                    log.info("%s server %s answers again", self.name, self.url)
+                return result
+            now = time.monotonic()
+            first_failure = now if first_failure is None else first_failure
+            self._wait(failure, now - first_failure, attempt)
+            attempt += 1
+
+    def _failed(self, failure: Failure, idempotent: bool, error: Exception) -> None:
+        self.ledger.count(self.name, failure.kind)
+        if not idempotent and failure.kind != "connect":
+            raise InfrastructureError(
+                f"{self.name} server: {failure.message} on a request that may have been "
+                "applied; the episode is abandoned and its task restarted",
+                kind="episode_restart",
+            ) from error
+
+    def _wait(self, failure: Failure, waited_s: float, attempt: int) -> None:
+        what = DESCRIBED[failure.kind]
+        if waited_s >= self.budget_s:
+            raise OutageError(
+                f"{self.name} server {self.url} {what} for {waited_s:.0f} s, past the outage "
+                f"budget of {self.budget_s:.0f} s (runtime.outage_budget_s); last error: "
+                f"{failure.message}"
+            )
+        with self._lock:
+            report = time.monotonic() - self._last_report >= self.report_every_s
+            if report:
+                self._last_report = time.monotonic()
+        if report:
+            log.warning(
+                "%s server %s %s for %.0f s, waiting up to %.0f s (%s)",
+                self.name,
+                self.url,
+                what,
+                waited_s,
+                self.budget_s,
+                failure.message,
+            )
+        backoff = min(self.max_delay_s, self.base_delay_s * 2**attempt)
+        delay = max(backoff, failure.retry_after_s or 0.0)
+        self.ledger.stop.wait(min(delay, self.budget_s - waited_s + 0.05))
