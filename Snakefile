@@ -1,8 +1,22 @@
 """skilleval: every number of the paper is a file built from declared inputs."""
 
+import sys
+
 from snakemake.utils import min_version
 
+from skilleval.config.loading import config_sources
+from skilleval.errors import ConfigError
+
 min_version("9.0")
+
+# Read every config file through the project's loader before Snakemake's: a syntax error
+# or a repeated key is then reported with its file, line and column.
+try:
+    CONFIG_SOURCES = config_sources(
+        ["config/config.yaml", *workflow.overwrite_configfiles]
+    )
+except ConfigError as error:
+    sys.exit(f"skilleval: invalid config\n{error}")
 
 
 configfile: "config/config.yaml"

@@ -20,6 +20,7 @@ from skilleval.analysis.bootstrap import align, paired_bootstrap
 from skilleval.policy.sim import SimPolicy
 from skilleval.runs.rollout import run_episode
 from skilleval.skills.bank import load_bank, system_prompt
+from skilleval.world.design import bank_design, checkpoint_design
 from skilleval.world.generate import (
     ground_truth,
     outcome_table,
@@ -37,8 +38,8 @@ def main(replicates: int) -> None:
 
     root = Path(tempfile.mkdtemp(prefix="coverage-"))
     write_tasks(SEED, 8, 60, {"test": 400}, root / "catalogue.json", root / "splits.json")
-    write_checkpoint(SEED, "base", root / "base.safetensors")
-    write_bank(SEED, "S0", root / "S0.md")
+    write_checkpoint(SEED, "base", root / "base.safetensors", checkpoint_design(0, 2))
+    write_bank(SEED, "S0", root / "S0.md", bank_design("S0", "initial", 10))
     tasks = [Task.from_json(t) for t in json.loads((root / "splits.json").read_text())["test"]]
     world = ShopWorld(
         catalogue_from_json(json.loads((root / "catalogue.json").read_text()), "catalogue.json"),

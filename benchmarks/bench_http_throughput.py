@@ -32,6 +32,7 @@ from pathlib import Path
 from skilleval.config.plan import WorkflowPlan
 from skilleval.runs.evaluation import evaluate
 from skilleval.serving.launcher import wait_healthy
+from skilleval.world.design import checkpoint_design
 from skilleval.world.generate import write_checkpoint, write_tasks
 
 SEED = 20260901
@@ -65,7 +66,7 @@ def main(latency: float) -> None:
         SEED, 8, 60, {"test": 400}, root / "catalogue.json", root / "persona_splits.v1.json"
     )
     weights = root / "checkpoints" / "base" / "model.safetensors"
-    write_checkpoint(SEED, "base", weights)
+    write_checkpoint(SEED, "base", weights, checkpoint_design(0, 2))
     # The servers run in their own process, as a real server would: sharing the client's
     # interpreter would make both fight over one GIL.
     model_port, env_port = free_port(), free_port()

@@ -1,4 +1,7 @@
-# Checkpoint audits (shards present and readable, fingerprint) and the weight change.
+# Checkpoint audits (shards present and readable, fingerprint) and the weight change
+# from the first to the last registered checkpoint.
+
+WEIGHT_CHANGE = PLAN.weight_change_pair()
 
 
 rule audit_checkpoint:
@@ -24,8 +27,8 @@ rule audit_checkpoint:
 
 rule audit_weight_diff:
     input:
-        base=SOURCES.input_file(config["checkpoints"]["base"]["path"]),
-        final=SOURCES.input_file(config["checkpoints"]["final"]["path"]),
+        base=SOURCES.input_file(WEIGHT_CHANGE["base"]["path"]),
+        final=SOURCES.input_file(WEIGHT_CHANGE["final"]["path"]),
     output:
         diff=paths.WEIGHT_DIFF,
         pdf=paths.figure("weight_change", "pdf"),
@@ -42,11 +45,7 @@ rule audit_weight_diff:
         gpu=0,
     params:
         code=rule_code("audit_weight_diff.py"),
-        sources=SOURCES.digests(
-            {
-                "base": config["checkpoints"]["base"]["path"],
-                "final": config["checkpoints"]["final"]["path"],
-            }
-        ),
+        names={role: c["name"] for role, c in WEIGHT_CHANGE.items()},
+        sources=SOURCES.digests({role: c["path"] for role, c in WEIGHT_CHANGE.items()}),
     script:
         "../scripts/audit_weight_diff.py"

@@ -4,45 +4,48 @@ from pathlib import Path
 from skilleval import paths
 from skilleval.ablation.plan import load_matrix
 from skilleval.config.checks import check_input_files, validate_config
-from skilleval.config.loading import load_config_file
 from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan
 from skilleval.config.rule_inputs import AblationInputs, RuleInputs, SourceFiles
 from skilleval.errors import ConfigError, GpuLeaseError
 from skilleval.provenance.code import SourceCache, code_fingerprint
 from skilleval.provenance.digests import FileDigests
-from skilleval.serving.gpu import check_requests, gpu_requests
+from skilleval.serving.gpu import check_requests, gpu_requests, profile_cards
 from skilleval.storage.hashing import canonical
-from skilleval.world.design import BANK_DESIGN, CHECKPOINT_PARAMETERS, generated_files
+from skilleval.world.design import world_design
 from skilleval.world.digests import world_digests
 
-CONFIG_SOURCE = ", ".join(str(f) for f in workflow.configfiles) or "config"
+CONFIG_SOURCE = CONFIG_SOURCES
 CACHE_DIR = Path(".snakemake/skilleval")
 try:
-    # Snakemake's own YAML loader lets a repeated key win silently; ours refuses it.
-    for config_file in workflow.configfiles:
-        load_config_file(config_file)
     validate_config(config, CONFIG_SOURCE)
     WORLD_DIR = config["world"]["dir"]
     SOURCES = SourceFiles(
         [paths.RESULTS, WORLD_DIR], FileDigests(CACHE_DIR / "file-digests.json")
     )
+    WORLD_DESIGN = world_design(config)
     check_input_files(
-        config, CONFIG_SOURCE, SOURCES.is_built, generated_files(WORLD_DIR)
+        config, CONFIG_SOURCE, SOURCES.is_built, WORLD_DESIGN.generated_files()
     )
     MATRIX = load_matrix(config["ablation"]["matrix"])
 except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
 _host_gpus = workflow.global_resources.get("gpu")
+_host_cards = profile_cards(
+    getattr(workflow.resource_settings.default_resources, "args", None)
+)
 try:
     check_requests(
-        gpu_requests(config), getattr(_host_gpus, "value", _host_gpus), CONFIG_SOURCE
+        gpu_requests(config),
+        getattr(_host_gpus, "value", _host_gpus),
+        CONFIG_SOURCE,
+        _host_cards,
     )
 except GpuLeaseError as error:
     sys.exit(f"skilleval: {error}")
 
 IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
 CODE_CACHE = SourceCache(CACHE_DIR / "code-cache.json")
-WORLD_DIGESTS = world_digests(config["world"], CACHE_DIR, CODE_CACHE)
+WORLD_DIGESTS = world_digests(config["world"], WORLD_DESIGN, CACHE_DIR, CODE_CACHE)
 PLAN = WorkflowPlan(config)
 ABLATION_INPUTS = AblationInputs(MATRIX)
 INPUTS = RuleInputs(PLAN, WORLD_DIGESTS, SOURCES)

@@ -22,12 +22,15 @@ rule world_checkpoint:
     log:
         f"{paths.LOGS}/world/checkpoint-{{checkpoint}}.log",
     wildcard_constraints:
-        checkpoint="|".join(CHECKPOINT_PARAMETERS),
+        checkpoint="|".join(WORLD_DESIGN.checkpoints),
     conda:
         "../envs/skilleval.yaml"
     params:
         content=INPUTS.world_checkpoint_digest,
         seed=config["world"]["seed"],
+        design=lambda wildcards: WORLD_DESIGN.checkpoints[
+            wildcards.checkpoint
+        ].as_params(),
     script:
         "../scripts/world_checkpoint.py"
 
@@ -38,12 +41,13 @@ rule world_bank:
     log:
         f"{paths.LOGS}/world/bank-{{bank}}.log",
     wildcard_constraints:
-        bank="|".join(BANK_DESIGN),
+        bank="|".join(WORLD_DESIGN.banks),
     conda:
         "../envs/skilleval.yaml"
     params:
         content=INPUTS.world_bank_digest,
         seed=config["world"]["seed"],
+        design=lambda wildcards: WORLD_DESIGN.banks[wildcards.bank].as_params(),
     script:
         "../scripts/world_bank.py"
 

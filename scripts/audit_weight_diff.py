@@ -8,4 +8,5 @@ with logged(snakemake.log[0]):
         snakemake.output.diff,
         snakemake.output.pdf,
         snakemake.output.png,
+        (snakemake.params.names["base"], snakemake.params.names["final"]),
     )

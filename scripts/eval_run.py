@@ -6,7 +6,7 @@ from skilleval.serving.gpu import export_allowed
 with logged(snakemake.log[0]):
     export_allowed(snakemake.resources.get("gpu_devices"))
     evaluate(
-        RunInputs(**snakemake.params.inputs),
+        RunInputs(**snakemake.params.inputs).executed_with(snakemake.config),
         snakemake.output.results,
         snakemake.output.summary,
         snakemake.params.journal_root,

@@ -1,7 +1,13 @@
 from pathlib import Path
 
 from skilleval.logs import logged
+from skilleval.world.design import BankDesign
 from skilleval.world.generate import write_bank
 
 with logged(snakemake.log[0]):
-    write_bank(snakemake.params.seed, snakemake.wildcards.bank, Path(snakemake.output.bank))
+    write_bank(
+        snakemake.params.seed,
+        snakemake.wildcards.bank,
+        Path(snakemake.output.bank),
+        BankDesign(**snakemake.params.design),
+    )

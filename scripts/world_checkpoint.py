@@ -1,9 +1,15 @@
 from pathlib import Path
 
 from skilleval.logs import logged
+from skilleval.world.design import CheckpointDesign
 from skilleval.world.generate import write_checkpoint
 
 with logged(snakemake.log[0]):
+    design = dict(snakemake.params.design)
+    design["logits"] = tuple(design["logits"])
     write_checkpoint(
-        snakemake.params.seed, snakemake.wildcards.checkpoint, Path(snakemake.output.weights)
+        snakemake.params.seed,
+        snakemake.wildcards.checkpoint,
+        Path(snakemake.output.weights),
+        CheckpointDesign(**design),
     )

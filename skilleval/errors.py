@@ -8,11 +8,32 @@ class SkillevalError(Exception):
 
 
 class ConfigError(SkillevalError):
-    """A configuration value is invalid."""
+    """A configuration value is invalid.
 
-    def __init__(self, file: str, key: str, value: object, problem: str, fix: str) -> None:
-        self.file, self.key, self.value, self.problem, self.fix = file, key, value, problem, fix
-        super().__init__(f"{file}: {key} = {value!r}: {problem}\n  fix: {fix}")
+    ``source`` is a file name, or an object whose ``where(key)`` names the file and line
+    that set the key (config.loading.ConfigSources, for merged overlays).
+    """
+
+    def __init__(self, source: object, key: str, value: object, problem: str, fix: str) -> None:
+        where = getattr(source, "where", None)
+        self.file = where(key) if callable(where) else str(source)
+        self.key, self.value, self.problem, self.fix = key, value, problem, fix
+        super().__init__(f"{self.file}: {key} = {value!r}: {problem}\n  fix: {fix}")
+
+
+class YamlSyntaxError(ConfigError):
+    """A YAML file that does not parse, with the line and column where it breaks."""
+
+    def __init__(
+        self, file: str, line: int, column: int, source_line: str, problem: str, fix: str
+    ) -> None:
+        SkillevalError.__init__(
+            self,
+            f"{file}, line {line}, column {column}: YAML syntax error: {problem}\n"
+            f"  {source_line}\n  {' ' * max(column - 1, 0)}^\n  fix: {fix}",
+        )
+        self.file, self.key, self.value = f"{file}, line {line}", "(YAML syntax)", source_line
+        self.problem, self.fix = problem, fix
 
 
 class RunLockedError(SkillevalError):

@@ -13,6 +13,7 @@ import yaml
 
 from skilleval.config.plan import WorkflowPlan
 from skilleval.runs.inputs import RunInputs
+from skilleval.world.design import world_design
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,10 +38,12 @@ def small_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root / "catalogue.json",
         root / "persona_splits.v1.json",
     )
-    for name in ("base", "final"):
-        write_checkpoint(world["seed"], name, root / "checkpoints" / name / "model.safetensors")
-    for bank in ("S0", "ST", "draft16"):
-        write_bank(world["seed"], bank, root / "banks" / f"{bank}.md")
+    design = world_design(load_default_config())
+    for name, checkpoint in design.checkpoints.items():
+        weights = root / "checkpoints" / name / "model.safetensors"
+        write_checkpoint(world["seed"], name, weights, checkpoint)
+    for name, bank in design.banks.items():
+        write_bank(world["seed"], name, root / "banks" / f"{name}.md", bank)
     return root
 
 

@@ -96,10 +96,15 @@ def test_expected_reward_matches_monte_carlo(small_world: Path) -> None:
 
 
 def test_world_files_are_byte_identical_when_regenerated(tmp_path: Path) -> None:
+    from skilleval.world.design import bank_design, checkpoint_design
     from skilleval.world.generate import write_bank, write_checkpoint
 
     for i in range(2):
-        write_checkpoint(7, "final", tmp_path / str(i) / "model.safetensors")
-        write_bank(7, "draft16", tmp_path / str(i) / "draft16.md")
+        write_checkpoint(
+            7, "final", tmp_path / str(i) / "model.safetensors", checkpoint_design(1, 2)
+        )
+        write_bank(
+            7, "draft16", tmp_path / str(i) / "draft16.md", bank_design("draft16", "ranking", 16)
+        )
     for name in ("model.safetensors", "draft16.md"):
         assert (tmp_path / "0" / name).read_bytes() == (tmp_path / "1" / name).read_bytes()

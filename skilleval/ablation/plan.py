@@ -14,11 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from skilleval import paths
 from skilleval.storage.hashing import canonical_hash
-from skilleval.storage.yamlfile import SafeLoader
 
 SECTIONS = ("prior", "3.1", "3.2", "3.4", "3.5", "harness-1", "harness-2", "harness-3")
 
@@ -74,11 +71,16 @@ def run_files(runs: list[PlannedRun]) -> dict[str, tuple[str, str]]:
 
 
 def load_matrix(path: str | Path = "config/ablation/matrix.yaml") -> dict[str, Any]:
+    """The matrix, refused (file, line, key, fix) unless it parses and every rule holds."""
+    from skilleval.ablation.checks import check_matrix
+    from skilleval.config.loading import ConfigSources, read_mapping
     from skilleval.config.schema import validate_against_schema
 
-    with open(path) as handle:
-        matrix: dict[str, Any] = yaml.load(handle, Loader=SafeLoader)
-    validate_against_schema(matrix, "ablation", str(path))
+    loaded = read_mapping(path, "ablation matrix", "ablation.matrix")
+    source = ConfigSources([loaded])
+    validate_against_schema(loaded.data, "ablation", source)
+    check_matrix(loaded.data, source)
+    matrix: dict[str, Any] = loaded.data
     return matrix
 
 
@@ -152,6 +154,15 @@ def harness_overrides(setting: str, full_batch: int) -> dict[str, Any]:
     if match is None:
         raise ValueError(f"unknown harness setting {setting!r}")
     kind, value = match.group("kind"), match.group("value")
+    choices = {
+        "sched": ("constant", "linear", "cosine"),
+        "policy": ("mixed", "changed", "unchanged"),
+    }
+    if kind in choices and value not in choices[kind]:
+        raise ValueError(f"unknown {kind} value {value!r} (one of {', '.join(choices[kind])})")
+    numeric = kind in ("lr", "minibatch", "slow") or (kind == "batch" and value != "full")
+    if numeric and not value.isdigit():
+        raise ValueError(f"{kind} needs a whole number, not {value!r}")
     if kind == "sched":
         return {
             "optimizer.learning_rate": 4,

@@ -143,7 +143,9 @@ def render_diff(diff: dict[str, Any], top: int) -> str:
     return "\n".join(lines)
 
 
-def weight_change_figure(diff: dict[str, Any], out_pdf: str, out_png: str) -> None:
+def weight_change_figure(
+    diff: dict[str, Any], out_pdf: str, out_png: str, names: tuple[str, str]
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,12 +160,15 @@ def weight_change_figure(diff: dict[str, Any], out_pdf: str, out_png: str) -> No
     ax.bar(layers, [float(np.mean(by_layer[i])) for i in layers], color="tab:purple")
     ax.set_xlabel("layer")
     ax.set_ylabel("mean relative L2 change")
-    ax.set_title("Where training changed the model (final vs base)")
+    ax.set_title(f"Where training changed the model ({names[1]} vs {names[0]})")
     fig.tight_layout()
     save_figure(fig, out_pdf, out_png)
 
 
-def build_weight_diff(base: str, final: str, output: str, out_pdf: str, out_png: str) -> None:
+def build_weight_diff(
+    base: str, final: str, output: str, out_pdf: str, out_png: str, names: tuple[str, str]
+) -> None:
     diff = weight_diff(base, final)
-    write_record(output, "weight_diff", {**diff, "provenance": provenance()})
-    weight_change_figure(diff, out_pdf, out_png)
+    record = {**diff, "checkpoints": list(names), "provenance": provenance()}
+    write_record(output, "weight_diff", record)
+    weight_change_figure(diff, out_pdf, out_png, names)

@@ -6,6 +6,7 @@ naming the key, the bad value and the fix.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from skilleval.errors import ConfigError
 
 
 def _check_reference(
-    source: str, key: str, value: object, registry: Mapping[str, Any], what: str
+    source: object, key: str, value: object, registry: Mapping[str, Any], what: str
 ) -> None:
     if value not in registry:
         raise ConfigError(
@@ -27,8 +28,9 @@ def _check_reference(
         )
 
 
-def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
-    """Rules JSON Schema cannot express: references, uniqueness, capacity."""
+def check_cross_fields(config: Mapping[str, Any], source: object) -> None:
+    """Rules JSON Schema cannot express: references, uniqueness, capacity, confinement."""
+    check_world_dir(config, source)
     check_protocols(config, source)
     check_runs(config, source)
     check_contrasts(config, source)
@@ -36,7 +38,7 @@ def check_cross_fields(config: Mapping[str, Any], source: str) -> None:
     check_checkpoint_ids(config, source)
 
 
-def check_protocols(config: Mapping[str, Any], source: str) -> None:
+def check_protocols(config: Mapping[str, Any], source: object) -> None:
     for name, protocol in config["protocols"].items():
         runtime, env = protocol["runtime"], protocol["environment"]
         if runtime["concurrency"] > env["slots"]:
@@ -58,7 +60,7 @@ def check_protocols(config: Mapping[str, Any], source: str) -> None:
             )
 
 
-def check_runs(config: Mapping[str, Any], source: str) -> None:
+def check_runs(config: Mapping[str, Any], source: object) -> None:
     for run_name, run in config["runs"].items():
         prefix = f"runs.{run_name}"
         _check_reference(
@@ -74,7 +76,7 @@ def check_runs(config: Mapping[str, Any], source: str) -> None:
     )
 
 
-def check_contrasts(config: Mapping[str, Any], source: str) -> None:
+def check_contrasts(config: Mapping[str, Any], source: object) -> None:
     for name, contrast in config["contrasts"].items():
         for role in ("control", "treatment"):
             _check_reference(
@@ -88,7 +90,18 @@ def check_contrasts(config: Mapping[str, Any], source: str) -> None:
                 "a run cannot be contrasted with itself",
                 "name two different runs",
             )
-        protocols = {config["runs"][contrast[r]]["protocol"] for r in ("control", "treatment")}
+        runs = [config["runs"][contrast[r]] for r in ("control", "treatment")]
+        splits = sorted({run_split(config, run) for run in runs})
+        if len(splits) > 1:
+            raise ConfigError(
+                source,
+                f"contrasts.{name}.treatment",
+                contrast["treatment"],
+                f"the two runs evaluate different splits ({', '.join(splits)}): a paired "
+                "contrast needs the same tasks",
+                "contrast two runs of one split (set runs.*.split alike)",
+            )
+        protocols = {run["protocol"] for run in runs}
         if len(protocols) > 1:
             raise ConfigError(
                 source,
@@ -99,7 +112,34 @@ def check_contrasts(config: Mapping[str, Any], source: str) -> None:
             )
 
 
-def check_checkpoint_ids(config: Mapping[str, Any], source: str) -> None:
+def run_split(config: Mapping[str, Any], run: Mapping[str, Any]) -> str:
+    """The split a run evaluates: its own, or its protocol's."""
+    return str(run.get("split") or config["protocols"][run["protocol"]]["tasks"]["split"])
+
+
+def check_world_dir(config: Mapping[str, Any], source: object) -> None:
+    """The world is written, so its folder must lie inside the workflow directory."""
+    world_dir = str(config["world"]["dir"])
+    normal = os.path.normpath(world_dir)
+    if os.path.isabs(world_dir) or normal == ".." or normal.startswith(".." + os.sep):
+        raise ConfigError(
+            source,
+            "world.dir",
+            world_dir,
+            "lies outside the workflow directory, but the workflow writes the world there",
+            "use a relative path inside the workflow directory, such as results/world",
+        )
+    if normal == ".":
+        raise ConfigError(
+            source,
+            "world.dir",
+            world_dir,
+            "is the workflow directory itself",
+            "use a folder of its own, such as results/world",
+        )
+
+
+def check_checkpoint_ids(config: Mapping[str, Any], source: object) -> None:
     _check_unique(
         source,
         config["checkpoints"],
@@ -110,7 +150,7 @@ def check_checkpoint_ids(config: Mapping[str, Any], source: str) -> None:
 
 
 def _check_unique(
-    source: str, entries: Mapping[str, Any], section: str, field: str, fix: str
+    source: object, entries: Mapping[str, Any], section: str, field: str, fix: str
 ) -> None:
     """No two entries of a config section share a value of ``field``."""
     owner: dict[Any, str] = {}
@@ -127,7 +167,7 @@ def _check_unique(
         owner[value] = name
 
 
-def check_ranking(config: Mapping[str, Any], source: str) -> None:
+def check_ranking(config: Mapping[str, Any], source: object) -> None:
     ranking = config["ranking"]
     _check_reference(source, "ranking.bank", ranking["bank"], config["banks"], "bank")
     bank = config["banks"][ranking["bank"]]
@@ -189,7 +229,7 @@ def check_ranking(config: Mapping[str, Any], source: str) -> None:
         )
 
 
-def validate_config(config: Mapping[str, Any], source: str) -> None:
+def validate_config(config: Mapping[str, Any], source: object) -> None:
     validate_against_schema(config, "config", source)
     check_cross_fields(config, source)
 
@@ -207,7 +247,7 @@ def declared_files(config: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def check_input_files(
     config: Mapping[str, Any],
-    source: str,
+    source: object,
     is_built: Callable[[str], bool],
     buildable: Collection[str],
 ) -> None:

@@ -1,37 +1,147 @@
-"""Reading config files: one YAML mapping, or several merged as Snakemake merges them."""
+"""Reading the YAML files the project is configured by: the config, its overlays and the
+ablation matrix, all through one path.
+
+A missing file, a syntax error (with line, column and the offending line) and a key given
+twice are refused before any work. The line of every key is kept, so that a later error
+names the file and line holding the bad value, even when overlays were merged over the
+main config (the file that set the value last is the one named).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from skilleval.errors import ConfigError, SkillevalError
+from skilleval.errors import ConfigError, YamlSyntaxError
 from skilleval.storage.yamlfile import SafeLoader
+
+KeyPath = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class YamlFile:
+    path: str
+    data: Any
+    lines: dict[KeyPath, int]
+
+
+def _key_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            path = (*prefix, str(key_node.value))
+            lines[path] = key_node.start_mark.line + 1
+            _key_lines(value_node, path, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            path = (*prefix, str(index))
+            lines[path] = item.start_mark.line + 1
+            _key_lines(item, path, lines)
+
+
+def _syntax_error(path: str, text: str, error: yaml.MarkedYAMLError) -> YamlSyntaxError:
+    mark = error.problem_mark or error.context_mark
+    line = mark.line + 1 if mark else 0
+    column = mark.column + 1 if mark else 0
+    source_line = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
+    problem = str(error.problem or "")
+    if error.context and error.context_mark is not None:
+        problem += f" ({error.context} at line {error.context_mark.line + 1})"
+    fix = (
+        "indent with spaces: YAML does not allow tabs"
+        if "\t" in source_line[: max(column, 1)] or "'\\t'" in problem
+        else "correct the YAML at that place (a missing colon, quote or closing bracket is "
+        "the usual cause)"
+    )
+    return YamlSyntaxError(path, line, column, source_line, problem, fix)
+
+
+def read_yaml(path: str | Path, what: str = "config file", key: str = "(file)") -> YamlFile:
+    """One YAML file, refused with a clear error if it is missing or malformed."""
+    name = str(path)
+    if not Path(path).is_file():
+        raise ConfigError(
+            name,
+            key,
+            name,
+            f"{what} not found",
+            "create it, or give the path of an existing file (relative paths start at the "
+            "workflow directory)",
+        )
+    text = Path(path).read_text()
+    loader = SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except ConfigError as error:  # a key given twice, raised with the stream's name
+        raise ConfigError(name, error.key, error.value, error.problem, error.fix) from None
+    except yaml.MarkedYAMLError as error:
+        raise _syntax_error(name, text, error) from None
+    finally:
+        loader.dispose()
+    lines: dict[KeyPath, int] = {}
+    if node is not None:
+        _key_lines(node, (), lines)
+    return YamlFile(name, data, lines)
+
+
+def read_mapping(path: str | Path, what: str = "config file", key: str = "(file)") -> YamlFile:
+    loaded = read_yaml(path, what, key)
+    if not isinstance(loaded.data, dict):
+        raise ConfigError(
+            loaded.path, "(top level)", loaded.data, "not a mapping", "write a YAML mapping"
+        )
+    return loaded
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    with open(path) as handle:
-        data = yaml.load(handle, Loader=SafeLoader)
-    if not isinstance(data, dict):
-        raise ConfigError(str(path), "(top level)", data, "not a mapping", "write a YAML mapping")
+    data: dict[str, Any] = read_mapping(path).data
     return data
 
 
-def merged_config(configfiles: list[str]) -> dict[str, Any]:
-    def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-        for key, value in update.items():
-            if isinstance(value, Mapping) and isinstance(base.get(key), dict):
-                merge(base[key], value)
-            else:
-                base[key] = value
-        return base
+class ConfigSources:
+    """The files a merged config came from, answering where each key's value is set."""
 
+    def __init__(self, files: Iterable[YamlFile]) -> None:
+        self.files = list(files)
+
+    def where(self, key: str) -> str:
+        """'file, line N' of the file that set ``key`` last; its closest set parent if none
+        set it (a missing key), or every file when nothing matches."""
+        parts = tuple(key.split("."))
+        for loaded in reversed(self.files):
+            if parts in loaded.lines:
+                return f"{loaded.path}, line {loaded.lines[parts]}"
+        for depth in range(len(parts) - 1, 0, -1):
+            for loaded in reversed(self.files):
+                if parts[:depth] in loaded.lines:
+                    return f"{loaded.path}, line {loaded.lines[parts[:depth]]}"
+        return ", ".join(loaded.path for loaded in self.files) or "config"
+
+    def __str__(self) -> str:
+        return ", ".join(loaded.path for loaded in self.files)
+
+
+def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Snakemake's merge of config files: mappings merged key by key, anything else replaced."""
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def config_sources(configfiles: Iterable[str | Path]) -> ConfigSources:
+    """Every config file read and checked (syntax, duplicate keys), in merge order."""
+    return ConfigSources(read_mapping(path) for path in configfiles)
+
+
+def merged_config(configfiles: list[str]) -> dict[str, Any]:
     config: dict[str, Any] = {}
-    for path in configfiles:
-        if not Path(path).exists():
-            raise SkillevalError(f"{path}: config file not found")
-        merge(config, yaml.load(Path(path).read_text(), Loader=SafeLoader) or {})
+    for loaded in config_sources(configfiles).files:
+        merge(config, loaded.data)
     return config

@@ -289,6 +289,14 @@ class WorkflowPlan:
             mask_run=plan.mask.run if plan.mask else None,
         )
 
+    def weight_change_pair(self) -> dict[str, dict[str, str]]:
+        """The first and the last registered checkpoint, whose weights the audit compares."""
+        names = list(self.config["checkpoints"])
+        return {
+            role: {"name": name, "path": self.config["checkpoints"][name]["path"]}
+            for role, name in (("base", names[0]), ("final", names[-1]))
+        }
+
     def checkpoint_id(self, run: str) -> str:
         return str(self.config["checkpoints"][self.runs[run].checkpoint]["checkpoint_id"])
 

@@ -30,7 +30,7 @@ def _dotted(path: Any) -> str:
     return ".".join(str(part) for part in path) or "(top level)"
 
 
-def validate_against_schema(data: Mapping[str, Any], schema_name: str, source: str) -> None:
+def validate_against_schema(data: Mapping[str, Any], schema_name: str, source: object) -> None:
     """Raise ConfigError for the first (most specific) schema violation."""
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.path), list(e.path)))
@@ -51,7 +51,41 @@ def validate_against_schema(data: Mapping[str, Any], schema_name: str, source: s
     if error.validator == "required":
         raise ConfigError(source, key, "(missing)", error.message, "add the missing key")
     description = error.schema.get("description", "") if isinstance(error.schema, dict) else ""
-    fix = f"expected {error.validator} {error.validator_value!r}"
+    fix = plain_rule(error.validator, error.validator_value)
     if description:
-        fix += f" ({description})"
+        fix += f" ({description.rstrip('.')})"
     raise ConfigError(source, key, error.instance, error.message, fix)
+
+
+TYPE_WORDS = {
+    "integer": "a whole number",
+    "number": "a number",
+    "string": "text",
+    "boolean": "true or false",
+    "null": "null",
+    "array": "a list",
+    "object": "a mapping",
+}
+
+
+def plain_rule(validator: str, value: Any) -> str:
+    """What a schema rule asks for, in words rather than JSON Schema keywords."""
+    if validator == "type":
+        types = value if isinstance(value, list) else [value]
+        return "use " + " or ".join(TYPE_WORDS.get(str(t), str(t)) for t in types)
+    words = {
+        "minimum": f"use a value of at least {value}",
+        "maximum": f"use a value of at most {value}",
+        "exclusiveMinimum": f"use a value greater than {value}",
+        "exclusiveMaximum": f"use a value less than {value}",
+        "minItems": f"give at least {value} item(s)",
+        "minProperties": f"give at least {value} entries",
+        "maxItems": f"give at most {value} item(s)",
+        "minLength": f"give at least {value} character(s)",
+        "uniqueItems": "list every item once",
+        "pattern": f"use a value matching the regular expression {value}",
+        "const": f"use {value!r}",
+    }
+    if validator == "enum":
+        return "use one of: " + ", ".join(str(v) for v in value)
+    return words.get(validator, f"follow the rule {validator} = {value!r}")

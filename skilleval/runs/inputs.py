@@ -44,3 +44,11 @@ class RunInputs:
     def for_results(self) -> RunInputs:
         """These inputs without the settings that only decide how the run is executed."""
         return replace(self, protocol=results_protocol(self.protocol))
+
+    def executed_with(self, config: Mapping[str, Any]) -> RunInputs:
+        """These inputs with the execution-only settings the config holds now (a job gets
+        them from the config, not from params, so that changing them re-runs nothing)."""
+        runtime = config["protocols"][self.protocol_name]["runtime"]
+        executed = {k: runtime[k] for k in EXECUTION_ONLY_RUNTIME}
+        protocol = {**self.protocol, "runtime": {**self.protocol["runtime"], **executed}}
+        return replace(self, protocol=protocol)

@@ -156,15 +156,34 @@ def export_allowed(gpu_devices: object) -> None:
         os.environ["SKILLEVAL_GPU_DEVICES"] = str(gpu_devices)
 
 
-def check_requests(requests: dict[str, int], host_total: int | None, source: str) -> None:
-    """Parse-time check: no rule may ask for more cards than the host allows."""
+def profile_cards(default_resources: list[str] | None) -> str | None:
+    """The gpu_devices a profile's default-resources declare (e.g. '1-13'), if any."""
+    for item in default_resources or []:
+        name, _, value = item.partition("=")
+        if name.strip() == "gpu_devices":
+            return value.strip().strip("'\"")
+    return None
+
+
+def check_requests(
+    requests: dict[str, int], host_total: int | None, source: object, cards: object = None
+) -> None:
+    """Parse-time check: nothing may ask for more cards than the profile gives this host.
+
+    ``requests`` maps what asks (a config key, or a rule) to its cards; ``source`` names
+    the file (or, with ``where``, the file and line) holding that key."""
     if host_total is None:
         return
-    for rule, count in requests.items():
+    for asker, count in requests.items():
         if count > host_total:
+            where = getattr(source, "where", None)
+            location = where(asker) if callable(where) else str(source)
+            inventory = f", cards {cards}" if cards not in (None, "") else ""
+            what = " (tp x dp_size)" if asker.endswith(".model_server") else ""
             raise GpuLeaseError(
-                f"{source}: {rule} asks for gpu={count} but the profile allows gpu={host_total} "
-                f"(14 cards, GPU 0 protected -> 13); lower it or use a larger host"
+                f"{location}: {asker} asks for gpu={count}{what} but the profile allows "
+                f"gpu={host_total} (its --resources gpu{inventory}); lower the request or "
+                "run with a profile for a host with more cards"
             )
 
 
@@ -176,9 +195,9 @@ def cards_for(model_server: str, server: Mapping[str, Any]) -> int:
 
 
 def gpu_requests(config: Mapping[str, Any]) -> dict[str, int]:
-    """Cards asked for by the runs of each protocol, for the parse-time host check."""
+    """Cards the runs of each protocol ask for (tp x dp_size), by the config key that asks."""
     kind = config["backends"]["model_server"]
     return {
-        f"runs of protocol {name}": cards_for(kind, protocol["model_server"])
+        f"protocols.{name}.model_server": cards_for(kind, protocol["model_server"])
         for name, protocol in config["protocols"].items()
     }

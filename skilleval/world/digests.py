@@ -18,7 +18,7 @@ from typing import Any
 from skilleval.provenance.code import MEMORY, SourceCache, code_fingerprint
 from skilleval.storage import atomic
 from skilleval.storage.hashing import canonical_hash
-from skilleval.world.design import BANK_DESIGN, CHECKPOINT_PARAMETERS
+from skilleval.world.design import WorldDesign
 
 
 def _digest(*parts: bytes) -> str:
@@ -28,7 +28,7 @@ def _digest(*parts: bytes) -> str:
     return digest.hexdigest()[:16]
 
 
-def generate_digests(world: Mapping[str, Any]) -> dict[str, str]:
+def generate_digests(world: Mapping[str, Any], design: WorldDesign) -> dict[str, str]:
     # Imported here: a dry run whose digests are cached never loads the generator.
     from skilleval.world.generate import (
         bank_text,
@@ -42,28 +42,35 @@ def generate_digests(world: Mapping[str, Any]) -> dict[str, str]:
         seed, world["categories"], world["products_per_category"], world["split_sizes"]
     )
     digests = {"tasks": _digest(catalogue.encode(), splits.encode())}
-    for name in CHECKPOINT_PARAMETERS:
-        tensors = checkpoint_tensors(seed, name)
+    for name, checkpoint in design.checkpoints.items():
+        tensors = checkpoint_tensors(seed, checkpoint)
         parts = [
             f"{k}{v.dtype}{v.shape}".encode() + v.tobytes() for k, v in sorted(tensors.items())
         ]
         digests[f"checkpoint/{name}"] = _digest(*parts, checkpoint_config().encode())
-    for name in BANK_DESIGN:
-        digests[f"bank/{name}"] = _digest(bank_text(seed, name).encode())
+    for name, bank in design.banks.items():
+        digests[f"bank/{name}"] = _digest(bank_text(seed, name, bank).encode())
     return digests
 
 
 def world_digests(
-    world: Mapping[str, Any], cache_dir: Path, code_cache: SourceCache = MEMORY
+    world: Mapping[str, Any],
+    design: WorldDesign,
+    cache_dir: Path,
+    code_cache: SourceCache = MEMORY,
 ) -> dict[str, str]:
     """Digests of every generated world file, from the cache when nothing changed."""
     code = code_fingerprint(modules=["skilleval.world.generate"], cache=code_cache)
-    key = canonical_hash({"code": code, **world})
+    designs = {
+        "checkpoints": {n: d.as_params() for n, d in design.checkpoints.items()},
+        "banks": {n: d.as_params() for n, d in design.banks.items()},
+    }
+    key = canonical_hash({"code": code, **world, "design": designs})
     cache = cache_dir / "world-digests.json"
     if cache.exists():
         cached = json.loads(cache.read_text())
         if cached.get("key") == key:
             return dict(cached["digests"])
-    digests = generate_digests(world)
+    digests = generate_digests(world, design)
     atomic.write_json(cache, {"key": key, "digests": digests})
     return digests

@@ -29,13 +29,13 @@ from skilleval.skills.bank import Skill, render_markdown_bank
 from skilleval.storage import atomic
 from skilleval.storage.records import versioned
 from skilleval.world.design import (
-    BANK_DESIGN,
-    CHECKPOINT_PARAMETERS,
     FILLER_LAYERS,
     FILLER_WIDTH,
     HARMFUL,
     HELPFUL,
     NEUTRAL,
+    BankDesign,
+    CheckpointDesign,
 )
 from skilleval.world.shopsim import (
     ShopWorld,
@@ -73,20 +73,20 @@ def write_tasks(
     atomic.write_text(split_path, splits)
 
 
-def checkpoint_tensors(seed: int, name: str) -> dict[str, np.ndarray]:
-    logits, receptivity = CHECKPOINT_PARAMETERS[name]
+def checkpoint_tensors(seed: int, design: CheckpointDesign) -> dict[str, np.ndarray]:
     rng = np.random.default_rng([seed, 2])
     tensors: dict[str, np.ndarray] = {
-        "policy.decision_logits": np.asarray(logits, dtype=np.float32),
-        "policy.skill_receptivity": np.asarray([receptivity], dtype=np.float32),
+        "policy.decision_logits": np.asarray(design.logits, dtype=np.float32),
+        "policy.skill_receptivity": np.asarray([design.receptivity], dtype=np.float32),
     }
     for layer in range(FILLER_LAYERS):
         for proj in ("self_attn.q_proj", "mlp.up_proj"):
             weight = rng.standard_normal((FILLER_WIDTH, FILLER_WIDTH)).astype(np.float32)
-            if name == "final":
+            if design.training > 0:
                 # Training moved later layers more than early ones.
                 change = np.random.default_rng([seed, 3, layer]).standard_normal(weight.shape)
-                weight = weight + (0.02 * (layer + 1) * change).astype(np.float32)
+                step = 0.02 * (layer + 1) * design.training
+                weight = weight + (step * change).astype(np.float32)
             tensors[f"model.layers.{layer}.{proj}.weight"] = weight
     return tensors
 
@@ -95,11 +95,11 @@ def checkpoint_config() -> str:
     return json.dumps({"model_type": "shopsim-policy", "decisions": list(DECISIONS)}, indent=1)
 
 
-def write_checkpoint(seed: int, name: str, path: Path) -> None:
+def write_checkpoint(seed: int, name: str, path: Path, design: CheckpointDesign) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # One metadata key only: safetensors writes metadata in hash-map order, so several
     # keys would make the same checkpoint's bytes (and fingerprint) differ run to run.
-    save_file(checkpoint_tensors(seed, name), str(path), metadata={"shopsim_checkpoint": name})
+    save_file(checkpoint_tensors(seed, design), str(path), metadata={"shopsim_checkpoint": name})
     (path.parent / "config.json").write_text(checkpoint_config())
 
 
@@ -132,16 +132,16 @@ def design_bank(
     return skills
 
 
-def bank_text(seed: int, name: str) -> str:
-    title, helpful, harmful, neutral, max_shift = BANK_DESIGN[name]
+def bank_text(seed: int, name: str, design: BankDesign) -> str:
     rng = np.random.default_rng([seed, 4, sum(map(ord, name))])
-    return render_markdown_bank(
-        title, design_bank(rng, name.lower(), helpful, harmful, neutral, max_shift)
+    chunks = design_bank(
+        rng, name.lower(), design.helpful, design.harmful, design.neutral, design.max_shift
     )
+    return render_markdown_bank(design.title, chunks)
 
 
-def write_bank(seed: int, name: str, path: Path) -> None:
-    atomic.write_text(path, bank_text(seed, name))
+def write_bank(seed: int, name: str, path: Path, design: BankDesign) -> None:
+    atomic.write_text(path, bank_text(seed, name, design))
 
 
 def outcome_table(world: ShopWorld, tasks: Sequence[Task], max_steps: int) -> np.ndarray:

@@ -1,0 +1,111 @@
+"""Rules of the ablation matrix that its JSON Schema cannot express: every name a group or
+harness step uses is declared, every harness setting parses, no run is planned twice.
+
+Each failure is a ConfigError naming the matrix file and line, the key, the value and a fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from skilleval.errors import ConfigError
+
+HARNESS_FORMS = (
+    "sched-{constant,linear,cosine}, lr<N>, batch<N>, batch-full, minibatch<N>, slow<N>, "
+    "policy-{mixed,changed,unchanged}"
+)
+
+
+def _known(source: object, key: str, value: object, known: Mapping[str, Any], what: str) -> None:
+    if value not in known:
+        raise ConfigError(
+            source,
+            key,
+            value,
+            f"not a declared {what}",
+            f"use one of {', '.join(sorted(known))}",
+        )
+
+
+def check_groups(matrix: Mapping[str, Any], source: object) -> None:
+    prefixes: dict[str, str] = {}
+    for group, spec in matrix["groups"].items():
+        if spec["prefix"] in prefixes:
+            raise ConfigError(
+                source,
+                f"groups.{group}.prefix",
+                spec["prefix"],
+                f"already the prefix of groups.{prefixes[spec['prefix']]}: their run ids "
+                "would collide",
+                "give every group its own prefix",
+            )
+        prefixes[spec["prefix"]] = group
+        seen: set[str] = set()
+        for i, bench in enumerate(spec["benchmarks"]):
+            _known(
+                source, f"groups.{group}.benchmarks.{i}", bench, matrix["benchmarks"], "benchmark"
+            )
+            if bench in seen:
+                raise ConfigError(
+                    source,
+                    f"groups.{group}.benchmarks.{i}",
+                    bench,
+                    "listed twice",
+                    "list every benchmark of the group once",
+                )
+            seen.add(bench)
+
+
+def check_harness(matrix: Mapping[str, Any], source: object) -> None:
+    from skilleval.ablation.plan import harness_overrides
+
+    harness = matrix["harness"]
+    for label, spec in harness["benchmarks"].items():
+        key = f"harness.benchmarks.{label}.benchmark"
+        _known(source, key, spec["benchmark"], matrix["benchmarks"], "benchmark")
+    for step_name, step in harness["steps"].items():
+        prefix = f"harness.steps.{step_name}"
+        _known(source, f"{prefix}.backend", step["backend"], harness["backends"], "backend")
+        if "mirror" in step:
+            mirrored = step["mirror"]
+            _known(source, f"{prefix}.mirror", mirrored, harness["steps"], "step")
+            if "settings" not in harness["steps"][mirrored]:
+                raise ConfigError(
+                    source,
+                    f"{prefix}.mirror",
+                    mirrored,
+                    "mirrors a step that has no settings of its own",
+                    "mirror a step that lists settings",
+                )
+            continue
+        if "settings" not in step:
+            raise ConfigError(
+                source, prefix, step_name, "has neither settings nor mirror", "add settings"
+            )
+        for label, names in step["settings"].items():
+            _known(source, f"{prefix}.settings.{label}", label, harness["benchmarks"], "benchmark")
+            for i, setting in enumerate(names):
+                try:
+                    harness_overrides(setting, 1)
+                except ValueError as error:
+                    raise ConfigError(
+                        source,
+                        f"{prefix}.settings.{label}.{i}",
+                        setting,
+                        str(error),
+                        f"write a setting of the forms {HARNESS_FORMS}",
+                    ) from None
+
+
+def check_matrix(matrix: Mapping[str, Any], source: object) -> None:
+    from skilleval.ablation.plan import plan
+
+    check_groups(matrix, source)
+    check_harness(matrix, source)
+    try:
+        plan(dict(matrix))
+    except ValueError as error:
+        raise ConfigError(
+            source, "groups", str(error), "two entries plan the same run", "rename one of them"
+        ) from None
