@@ -1,7 +1,7 @@
 # Checkpoint audits (shards present and readable, fingerprint) and the weight change
 # from the first to the last registered checkpoint.
 
-WEIGHT_CHANGE = PLAN.weight_change_pair()
+WEIGHT_CHANGE = weight_change_pair(config)
 
 
 rule audit_checkpoint:

@@ -160,12 +160,12 @@ def cmd_stale(args: argparse.Namespace) -> int:
 def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     """The config as Snakemake sees it: config/config.yaml extended by each --configfile."""
     from skilleval.config.checks import validate_config
-    from skilleval.config.loading import merged_config
+    from skilleval.config.loading import config_sources, merged_config
 
     root = Path(args.root)
-    files = ["config/config.yaml", *(args.configfile or [])]
-    config = merged_config([str(root / f) for f in files])
-    validate_config(config, ", ".join(files))
+    files = [root / f for f in ["config/config.yaml", *(args.configfile or [])]]
+    config = merged_config(files)
+    validate_config(config, config_sources(files))
     return config, root
 
 

@@ -132,7 +132,11 @@ def test_bad_config_stops_dry_run_without_traceback(workflow_copy: Path) -> None
     done = snakemake(workflow_copy, "-n", check=False)
     output = done.stdout + done.stderr
     assert done.returncode != 0
-    assert "config/config.yaml: protocols.local-sglang.sampling.temperature = -1" in output
+    line = 1 + config_path.read_text().splitlines().index("      temperature: -1")
+    assert (
+        f"config/config.yaml, line {line}: protocols.local-sglang.sampling.temperature = -1"
+        in output
+    )
     assert "fix:" in output
     assert "Traceback" not in output
 

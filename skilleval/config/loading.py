@@ -140,7 +140,7 @@ def config_sources(configfiles: Iterable[str | Path]) -> ConfigSources:
     return ConfigSources(read_mapping(path) for path in configfiles)
 
 
-def merged_config(configfiles: list[str]) -> dict[str, Any]:
+def merged_config(configfiles: Iterable[str | Path]) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for loaded in config_sources(configfiles).files:
         merge(config, loaded.data)

@@ -289,17 +289,18 @@ class WorkflowPlan:
             mask_run=plan.mask.run if plan.mask else None,
         )
 
-    def weight_change_pair(self) -> dict[str, dict[str, str]]:
-        """The first and the last registered checkpoint, whose weights the audit compares."""
-        names = list(self.config["checkpoints"])
-        return {
-            role: {"name": name, "path": self.config["checkpoints"][name]["path"]}
-            for role, name in (("base", names[0]), ("final", names[-1]))
-        }
-
     def checkpoint_id(self, run: str) -> str:
         return str(self.config["checkpoints"][self.runs[run].checkpoint]["checkpoint_id"])
 
     def checkpoint_by_id(self, checkpoint_id: str) -> Mapping[str, Any]:
         checkpoints = self.config["checkpoints"].values()
         return next(c for c in checkpoints if c["checkpoint_id"] == checkpoint_id)
+
+
+def weight_change_pair(config: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """The first and the last registered checkpoint, whose weights the audit compares."""
+    names = list(config["checkpoints"])
+    return {
+        role: {"name": name, "path": config["checkpoints"][name]["path"]}
+        for role, name in (("base", names[0]), ("final", names[-1]))
+    }

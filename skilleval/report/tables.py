@@ -105,9 +105,12 @@ def render_main_table(
 ) -> None:
     runs, contrasts = main_table_frames(summaries, verdicts, descriptions)
     notes = Notes()
+    # Runs of several splits or protocols in one table: each row says its own.
+    mixed = runs["split"].nunique() > 1 or runs["protocol"].nunique() > 1
     run_cells = [
         {
-            "name": latex_escape(row.run),
+            "name": latex_escape(row.run)
+            + (f" ({latex_escape(row.split)}, {latex_escape(row.protocol)})" if mixed else ""),
             "mark": notes.mark(row.run, not row.valid, row.note),
             "bank": latex_escape(row.bank),
             "reward": f"{row.reward:.4f}",
@@ -124,9 +127,9 @@ def render_main_table(
         .render(
             sources=f"{paths.fill(paths.RUN_SUMMARY, run='*')}, "
             f"{paths.fill(paths.VERDICT, contrast='*')}",
-            split=latex_escape(runs["split"].iloc[0]),
-            n_tasks=int(runs["n_tasks"].iloc[0]),
-            protocol=latex_escape(runs["protocol"].iloc[0]),
+            split=latex_escape("/".join(runs["split"].unique())),
+            n_tasks="/".join(str(int(n)) for n in runs["n_tasks"].unique()),
+            protocol=latex_escape(", ".join(runs["protocol"].unique())),
             confidence=_percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "",
             runs=run_cells,
             contrasts=contrast_cells,
