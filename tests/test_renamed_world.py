@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from skilleval import paths
 from tests.conftest import REPO, copy_workflow, snakemake
 
 CHECKPOINTS = """  start:
@@ -59,7 +60,7 @@ def test_renamed_checkpoints_and_banks_and_a_third_checkpoint_build_the_paper(
         "start",
     ]
     assert sorted(p.stem for p in (world / "banks").iterdir()) == ["B0", "BT", "drafts"]
-    diff = json.loads((workdir / "results" / "audit" / "weight_diff.json").read_text())
+    diff = json.loads((workdir / paths.WEIGHT_DIFF).read_text())
     assert diff["checkpoints"] == ["start", "iter80"]
     assert (workdir / "paper" / "tables").is_dir()
     # the middle checkpoint lies between the two others
