@@ -41,7 +41,8 @@ def test_gpu_host_refuses_a_run_needing_more_cards_than_the_host(workflow_copy: 
     big.write_text("protocols:\n  local-sglang:\n    model_server:\n      dp_size: 16\n")
     out = dry(workflow_copy, "gpu-host", "--configfile", "config/dp16.yaml")
     assert "exit 1" in out
-    assert "asks for gpu=16 but the profile allows gpu=13" in out and "Traceback" not in out
+    assert "asks for gpu=16 (tp x dp_size) but the profile allows gpu=13" in out
+    assert "cards 1-13" in out and "Traceback" not in out
 
 
 @pytest.mark.skipif(

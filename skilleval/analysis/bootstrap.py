@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.stats
 
+from skilleval.analysis.rng import rng_record
 from skilleval.errors import ComparisonError
 
 Method = Literal["percentile", "BCa"]
@@ -100,6 +101,7 @@ class PairedBootstrapResult:
             "n_pairs": self.n_pairs,
             "n_resamples": self.n_resamples,
             "seed": self.seed,
+            "rng": rng_record(self.seed),
             "method": self.method,
             "standard_error": self.standard_error,
             "control_mean": self.control_mean,

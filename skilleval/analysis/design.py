@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
+from skilleval.analysis.rng import rng_record, seeded
 from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import load_bank
 from skilleval.storage.records import write_record
@@ -23,7 +22,7 @@ def build_design(
     inclusion_probability: float,
     seed: int,
 ) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
+    rng = seeded(seed)
     runs = {}
     for name in run_names:
         bits = rng.random((len(task_ids), len(chunk_ids))) < inclusion_probability
@@ -31,6 +30,7 @@ def build_design(
     return {
         "chunk_ids": list(chunk_ids),
         "seed": seed,
+        "rng": rng_record(seed),
         "inclusion_probability": inclusion_probability,
         "runs": runs,
     }

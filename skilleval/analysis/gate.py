@@ -5,8 +5,13 @@ gate never loses the old one.
 
 The per-task paired delta (masked run minus bare run, same task) is regressed on the
 0/1 mask matrix without an intercept: a task with no chunk in its mask should show no
-delta, so an intercept would only absorb chunk effects. Standard errors are the usual
-OLS ones; the result keeps the design and residuals' summary for diagnostics.
+delta, so an intercept would only absorb chunk effects. Fitted with statsmodels' OLS.
+
+Every row of one task subtracts the same bare-run reward, so the rows of a task share
+noise: standard errors and the full covariance are task-clustered (CR1 sandwich, the
+statsmodels default small-sample correction), and everything that adds betas (a bank's
+predicted effect, experiment B) uses that covariance. The naive OLS errors are kept
+beside them for comparison.
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 import scipy.stats
 
 from skilleval.analysis.bootstrap import align, per_task_means
@@ -35,58 +39,81 @@ from skilleval.storage.records import read_record
 class GateFit:
     chunk_ids: tuple[str, ...]
     beta: np.ndarray
-    standard_error: np.ndarray
+    covariance: np.ndarray
+    naive_standard_error: np.ndarray
     n_observations: int
+    n_clusters: int
     residual_sd: float
     r_squared_uncentred: float
     condition_number: float
+
+    @property
+    def standard_error(self) -> np.ndarray:
+        se: np.ndarray = np.sqrt(np.diag(self.covariance))
+        return se
 
     @property
     def t_values(self) -> np.ndarray:
         t: np.ndarray = self.beta / self.standard_error
         return t
 
+    @property
+    def degrees_of_freedom(self) -> int:
+        """Of the clustered t statistics: clusters - 1 (statsmodels' convention)."""
+        return self.n_clusters - 1
+
     def as_json(self) -> dict[str, Any]:
-        df = self.n_observations - len(self.chunk_ids)
-        p_values = 2 * scipy.stats.t.sf(np.abs(self.t_values), df)
+        p_values = 2 * scipy.stats.t.sf(np.abs(self.t_values), self.degrees_of_freedom)
+        chunks = [
+            {
+                "chunk_id": c,
+                "beta": float(b),
+                "standard_error": float(se),
+                "standard_error_naive": float(naive),
+                "t": float(t),
+                "p_value": float(p),
+            }
+            for c, b, se, naive, t, p in zip(
+                self.chunk_ids,
+                self.beta,
+                self.standard_error,
+                self.naive_standard_error,
+                self.t_values,
+                p_values,
+                strict=True,
+            )
+        ]
         return {
-            "chunks": [
-                {
-                    "chunk_id": c,
-                    "beta": float(b),
-                    "standard_error": float(se),
-                    "t": float(t),
-                    "p_value": float(p),
-                }
-                for c, b, se, t, p in zip(
-                    self.chunk_ids,
-                    self.beta,
-                    self.standard_error,
-                    self.t_values,
-                    p_values,
-                    strict=True,
-                )
-            ],
+            "chunks": chunks,
+            "covariance": {
+                "type": "cluster",
+                "groups": "task_id",
+                "correction": "CR1: G/(G-1) x (N-1)/(N-K)",
+                "n_clusters": self.n_clusters,
+                "chunk_ids": list(self.chunk_ids),
+                "matrix": self.covariance.tolist(),
+            },
             "diagnostics": {
                 "n_observations": self.n_observations,
-                "degrees_of_freedom": df,
+                "degrees_of_freedom": self.degrees_of_freedom,
                 "residual_sd": self.residual_sd,
                 "r_squared_uncentred": self.r_squared_uncentred,
                 "condition_number": self.condition_number,
                 "intercept": False,
+                "fitted_by": "statsmodels OLS",
             },
         }
 
 
-def fit_gate(masks: np.ndarray, deltas: np.ndarray, chunk_ids: tuple[str, ...]) -> GateFit:
-    """Least squares of deltas on masks (rows: task x masked run), no intercept."""
-    masks = np.asarray(masks, dtype=np.float64)
-    deltas = np.asarray(deltas, dtype=np.float64)
+def _checked_design(masks: np.ndarray, deltas: np.ndarray, groups: np.ndarray, k_ids: int) -> None:
     n, k = masks.shape if masks.ndim == 2 else (0, 0)
-    if masks.ndim != 2 or deltas.shape != (n,):
-        raise ValueError(f"masks must be (n, k) and deltas (n,), got {masks.shape}, {deltas.shape}")
-    if k != len(chunk_ids):
-        raise ValueError(f"{k} mask columns but {len(chunk_ids)} chunk ids")
+    if masks.ndim != 2 or deltas.shape != (n,) or groups.shape != (n,):
+        raise ValueError(
+            f"masks must be (n, k), deltas and groups (n,), got {masks.shape}, "
+            f"{deltas.shape}, {groups.shape}"
+        )
+    if k != k_ids:
+        raise ValueError(f"{k} mask columns but {k_ids} chunk ids")
     if not np.isin(masks, (0.0, 1.0)).all():
         raise ValueError("masks must be 0/1")
     if n <= k:
@@ -96,17 +123,33 @@ def fit_gate(masks: np.ndarray, deltas: np.ndarray, chunk_ids: tuple[str, ...]) 
             "mask matrix is rank-deficient: some chunk is never (or always "
             "jointly) masked in; redesign the masks"
         )
-    beta, _, _, _ = scipy.linalg.lstsq(masks, deltas)
-    residuals = deltas - masks @ beta
-    sigma2 = float(residuals @ residuals) / (n - k)
-    covariance = sigma2 * np.linalg.inv(masks.T @ masks)
+    if len(np.unique(groups)) < 2:
+        raise ValueError("need at least two tasks (clusters) for clustered errors")
+
+
+def fit_gate(
+    masks: np.ndarray, deltas: np.ndarray, chunk_ids: tuple[str, ...], groups: Sequence[str]
+) -> GateFit:
+    """OLS of deltas on masks (rows: task x masked run), no intercept, task-clustered."""
+    import statsmodels.api as sm  # lazy: only the gate rules need it
+
+    masks = np.asarray(masks, dtype=np.float64)
+    deltas = np.asarray(deltas, dtype=np.float64)
+    codes = np.unique(np.asarray(groups), return_inverse=True)[1]
+    _checked_design(masks, deltas, codes, len(chunk_ids))
+    model = sm.OLS(deltas, masks)
+    naive = model.fit()
+    clustered = model.fit(cov_type="cluster", cov_kwds={"groups": codes})
+    residuals = deltas - masks @ clustered.params
     total = float(deltas @ deltas)
     return GateFit(
         chunk_ids=chunk_ids,
-        beta=beta,
-        standard_error=np.sqrt(np.diag(covariance)),
-        n_observations=n,
-        residual_sd=float(np.sqrt(sigma2)),
+        beta=np.asarray(clustered.params),
+        covariance=np.asarray(clustered.cov_params()),
+        naive_standard_error=np.asarray(naive.bse),
+        n_observations=len(deltas),
+        n_clusters=int(codes.max() + 1),
+        residual_sd=float(np.sqrt(naive.scale)),
         r_squared_uncentred=1 - float(residuals @ residuals) / total if total > 0 else 0.0,
         condition_number=float(np.linalg.cond(masks)),
     )
@@ -117,20 +160,48 @@ def gate_observations(
     masked: Mapping[str, RunRecords],
     design: Mapping[str, Any],
     metric: str = "reward",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mask rows and paired deltas (masked - bare, task-aligned) stacked over masked runs."""
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Mask rows, paired deltas (masked - bare, task-aligned) and each row's task id,
+    stacked over the masked runs."""
     for run in (bare, *masked.values()):
         if run.summary.coverage < 1:
             raise ComparisonError(f"{run.name}: coverage {run.summary.coverage} < 1")
     bare_means = per_task_means(bare.records, metric, bare.name)
     rows: list[list[int]] = []
     deltas: list[float] = []
+    tasks: list[str] = []
     for name, run in masked.items():
         pairs = align(bare_means, per_task_means(run.records, metric, run.name), (bare.name, name))
         masks = design["runs"][name]
         rows.extend(masks[t] for t in pairs.task_ids)
         deltas.extend(pairs.deltas)
-    return np.asarray(rows, dtype=np.float64), np.asarray(deltas)
+        tasks.extend(pairs.task_ids)
+    return np.asarray(rows, dtype=np.float64), np.asarray(deltas), tasks
+
+
+def power_note(
+    fit: GateFit, masked_runs: int, effect: float = 0.02, power: float = 0.8
+) -> dict[str, Any]:
+    """How many masked runs would tell a chunk effect of ``effect`` from zero.
+
+    A beta's standard error shrinks as 1 / sqrt(observations), and observations grow with
+    masked runs, so from the measured mean error: runs = R x (SE / SE_needed)^2 with
+    SE_needed = effect / (z_{1-alpha/2} + z_power), two-sided alpha 0.05."""
+    z = scipy.stats.norm.ppf(0.975) + scipy.stats.norm.ppf(power)
+    needed_se = effect / z
+    mean_se = float(np.mean(fit.standard_error))
+    runs = int(np.ceil(masked_runs * (mean_se / needed_se) ** 2))
+    return {
+        "effect": effect,
+        "alpha": 0.05,
+        "power": power,
+        "mean_standard_error": mean_se,
+        "masked_runs": masked_runs,
+        "masked_runs_needed": runs,
+        "note": f"with the measured mean SE {mean_se:.4f} from {masked_runs} masked runs, "
+        f"about {runs} masked runs distinguish a chunk effect of {effect} from zero at "
+        f"{power:.0%} power (two-sided 5%)",
+    }
 
 
 def run_dirs(names: Sequence[str], summaries: Sequence[str]) -> dict[str, str]:
@@ -149,9 +220,9 @@ def build_beta(
     design = read_record(design_path, "gate_design")
     bare = RunRecords.load(bare_dir)
     masked = {name: RunRecords.load(d) for name, d in masked_dirs.items()}
-    masks, deltas = gate_observations(bare, masked, design)
-    fit = fit_gate(masks, deltas, tuple(design["chunk_ids"]))
-    result = fit.as_json()
+    masks, deltas, tasks = gate_observations(bare, masked, design)
+    fit = fit_gate(masks, deltas, tuple(design["chunk_ids"]), tasks)
+    result = {**fit.as_json(), "power": power_note(fit, len(masked))}
     order = np.argsort(-fit.beta, kind="stable")
     result["signed_order"] = [design["chunk_ids"][i] for i in order]
     result["inputs"] = {

@@ -14,6 +14,7 @@ import scipy.stats
 from skilleval.analysis.contrast import RunRecords
 from skilleval.analysis.gate import gate_observations
 from skilleval.analysis.records import FrozenBank, GateBeta
+from skilleval.analysis.rng import rng_record, seeded
 from skilleval.errors import SkillevalError
 from skilleval.provenance.record import provenance
 from skilleval.skills.bank import bank_hash, load_bank
@@ -33,8 +34,22 @@ def select_chunks(
         return [c["chunk_id"] for c in reversed(ranked[-k:])]
     if rule == "random" and seed is not None:
         ids = sorted(c["chunk_id"] for c in ranked)
-        return [str(x) for x in np.random.default_rng(seed).choice(ids, size=k, replace=False)]
+        return [str(x) for x in seeded(seed).choice(ids, size=k, replace=False)]
     raise ValueError(f"unknown selection rule {rule!r} (seed {seed})")
+
+
+def interval(beta: GateBeta, estimate: float, standard_error: float) -> dict[str, Any]:
+    """A 95% t interval (clusters - 1 degrees of freedom) for a combination of betas."""
+    df = int(beta.covariance["n_clusters"]) - 1
+    half = float(scipy.stats.t.ppf(0.975, df)) * standard_error
+    return {
+        "estimate": estimate,
+        "standard_error": standard_error,
+        "ci_low": estimate - half,
+        "ci_high": estimate + half,
+        "confidence": 0.95,
+        "covariance": f"{beta.covariance['type']} by {beta.covariance['groups']}",
+    }
 
 
 def freeze_bank(
@@ -43,18 +58,22 @@ def freeze_bank(
     beta = GateBeta.read(beta_path)
     skills = {s.chunk_id: s for s in load_bank(bank_path)}
     chunk_ids = select_chunks(beta.chunks, rule, k, seed)
+    estimate, se = beta.combination(dict.fromkeys(chunk_ids, 1.0))
     frozen = {
         "name": f"{rule}-{k}" + (f"-{seed}" if seed is not None else ""),
         "rule": {
             "top": "largest signed beta first",
             "bottom": "smallest signed beta first",
-            "random": f"uniform draw of {k} chunks, numpy seed {seed}",
+            "random": f"uniform draw of {k} chunks without replacement from the sorted chunk "
+            f"ids, numpy.random.default_rng({seed}) (PCG64)",
         }[rule],
         "k": k,
         "seed": seed,
+        "rng": rng_record(seed) if rule == "random" else None,
         "chunk_ids": chunk_ids,
         "chunks": [{"id": c, "text": skills[c].text} for c in chunk_ids],
         "betas": {c["chunk_id"]: c["beta"] for c in beta.chunks if c["chunk_id"] in chunk_ids},
+        "predicted_effect": interval(beta, estimate, se),
         "beta_sha256": beta.content_sha256(),
         "source_bank": bank_path,
         "source_bank_hash": bank_hash(list(skills.values())),
@@ -72,13 +91,16 @@ def truth_check(
     rows = []
     for chunk in beta.chunks:
         true = truth[chunk["chunk_id"]]
-        decisive = abs(true) > 2 * chunk["standard_error"]
+        band = interval(beta, chunk["beta"], chunk["standard_error"])
         rows.append(
             {
                 **chunk,
                 "true_effect": true,
-                "decisive": decisive,
+                "decisive": abs(true) > 2 * chunk["standard_error"],
                 "sign_right": bool(np.sign(chunk["beta"]) == np.sign(true)),
+                "ci_low": band["ci_low"],
+                "ci_high": band["ci_high"],
+                "covered": band["ci_low"] <= true <= band["ci_high"],
             }
         )
     rho = scipy.stats.spearmanr([r["beta"] for r in rows], [r["true_effect"] for r in rows])
@@ -88,11 +110,32 @@ def truth_check(
         "spearman_p_value": float(rho.pvalue),
         "decisive_chunks": len(decisive),
         "decisive_signs_right": sum(r["sign_right"] for r in decisive),
+        "covered": sum(r["covered"] for r in rows),
         "chunks": rows,
-        "note": "decisive: |true effect| > 2 x the beta's standard error",
+        "note": "decisive: |true effect| > 2 x the beta's task-clustered standard error; "
+        "covered: the true effect lies in the beta's 95% interval",
     }
     write_record(output, "truth_check", result)
     return result
+
+
+def cluster_bootstrap_spearman(
+    predicted: np.ndarray,
+    measured: np.ndarray,
+    tasks: Sequence[str],
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Spearman's rho over resamples of whole tasks (rows of one task share noise)."""
+    by_task: dict[str, list[int]] = {}
+    for row, task in enumerate(tasks):
+        by_task.setdefault(task, []).append(row)
+    groups = [np.asarray(rows) for rows in by_task.values()]
+    distribution = np.empty(n_resamples)
+    for b in range(n_resamples):
+        rows = np.concatenate([groups[i] for i in rng.integers(0, len(groups), len(groups))])
+        distribution[b] = scipy.stats.spearmanr(predicted[rows], measured[rows]).statistic
+    return distribution
 
 
 def experiment_b(
@@ -110,30 +153,22 @@ def experiment_b(
     coefficients = {c["chunk_id"]: c["beta"] for c in beta.chunks}
     vector = np.array([coefficients[c] for c in design["chunk_ids"]])
     masked = {n: RunRecords.load(d) for n, d in masked_dirs.items()}
-    masks, measured = gate_observations(RunRecords.load(bare_dir), masked, design)
+    masks, measured, tasks = gate_observations(RunRecords.load(bare_dir), masked, design)
     predicted = masks @ vector
-
-    def spearman(x: np.ndarray, y: np.ndarray) -> float:
-        return float(scipy.stats.spearmanr(x, y).statistic)
-
     rho = float(scipy.stats.spearmanr(predicted, measured).statistic)
-    ci = scipy.stats.bootstrap(
-        (predicted, measured),
-        spearman,
-        paired=True,
-        vectorized=False,
-        n_resamples=n_resamples,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    ).confidence_interval
+    distribution = cluster_bootstrap_spearman(predicted, measured, tasks, n_resamples, seeded(seed))
+    low, high = np.quantile(distribution, [0.025, 0.975])
     result = {
         "spearman": rho,
-        "ci_low": float(ci.low),
-        "ci_high": float(ci.high),
+        "ci_low": float(low),
+        "ci_high": float(high),
         "confidence": 0.95,
+        "interval": "percentile bootstrap resampling whole tasks",
         "n_observations": int(measured.size),
+        "n_tasks": len(set(tasks)),
         "n_resamples": n_resamples,
         "seed": seed,
+        "rng": rng_record(seed),
         "beta_sha256": beta.content_sha256(),
         "provenance": provenance(),
     }

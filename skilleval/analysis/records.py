@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
+
+import numpy as np
 
 from skilleval.storage.records import Check, Record
 
@@ -33,6 +36,7 @@ class Contrast(Record):
     n_pairs: int | None = None
     n_resamples: int | None = None
     seed: int | None = None
+    rng: dict[str, Any] | None = None
     standard_error: float | None = None
     distribution_quantiles: dict[str, float] | None = None
     provenance: dict[str, Any]
@@ -56,13 +60,23 @@ class Verdict(Record):
 class GateBeta(Record):
     kind = "gate_beta"
     chunks: list[dict[str, Any]]
+    covariance: dict[str, Any]
     diagnostics: dict[str, Any]
+    power: dict[str, Any]
     signed_order: list[str]
     inputs: dict[str, Any]
     provenance: dict[str, Any]
 
     def betas(self) -> dict[str, float]:
         return {c["chunk_id"]: float(c["beta"]) for c in self.chunks}
+
+    def combination(self, weights: Mapping[str, float]) -> tuple[float, float]:
+        """(estimate, clustered standard error) of sum_i w_i beta_i."""
+        ids = self.covariance["chunk_ids"]
+        w = np.array([weights.get(c, 0.0) for c in ids])
+        beta = np.array([self.betas()[c] for c in ids])
+        sigma = np.asarray(self.covariance["matrix"])
+        return float(w @ beta), float(np.sqrt(max(w @ sigma @ w, 0.0)))
 
 
 class FrozenBank(Record):
@@ -71,9 +85,11 @@ class FrozenBank(Record):
     rule: str
     k: int
     seed: int | None
+    rng: dict[str, Any] | None
     chunk_ids: list[str]
     chunks: list[dict[str, str]]
     betas: dict[str, float]
+    predicted_effect: dict[str, Any]
     beta_sha256: str
     source_bank: str
     source_bank_hash: str
