@@ -137,7 +137,7 @@ def contrast_truths() -> dict[str, float]:
     return truths
 
 
-def contrast_replicate(replicate: int) -> dict[tuple[str, str], bool]:
+def contrast_replicate(replicate: int) -> dict[tuple[str, str], Any]:
     config, seed = WORLD["config"], 1_000_000 + replicate
     task_ids = [t.task_id for t in WORLD["tasks"]["test"]]
     rewards: dict[str, dict[str, float]] = {}
@@ -156,6 +156,8 @@ def contrast_replicate(replicate: int) -> dict[tuple[str, str], bool]:
                 pairs, rng=np.random.default_rng(seed), n_resamples=N_RESAMPLES, method=method
             )
             covered[(name, method)] = result.ci_low <= WORLD["truths"][name] <= result.ci_high
+        covered[(name, "estimate")] = result.estimate
+        covered[(name, "standard_error")] = result.standard_error
     return covered
 
 
@@ -222,10 +224,13 @@ def gate_replicate(replicate: int) -> dict[tuple[str, str], bool]:
 
 
 def coverage(
-    results: list[dict[tuple[str, str], bool]],
+    results: list[dict[tuple[str, str], Any]],
 ) -> dict[tuple[str, str], tuple[float, float]]:
-    table = {}
-    for key in results[0]:
+    """(coverage, Monte Carlo error) per (quantity, interval method)."""
+    table: dict[tuple[str, str], tuple[float, float]] = {}
+    for key in results[0] if results else {}:
+        if key[1] in ("estimate", "standard_error"):
+            continue
         hits = np.array([r[key] for r in results], dtype=float)
         rate = float(hits.mean())
         table[key] = (rate, float(np.sqrt(max(rate * (1 - rate), 1e-12) / len(hits))))
@@ -273,6 +278,16 @@ def main(contrast_reps: int, gate_reps: int) -> None:
         print(f"{contrast_reps} contrast replicates done at {time.perf_counter() - start:.0f} s")
         gates = pool.map(gate_replicate, range(gate_reps), chunksize=4)
     table = {**coverage(contrasts), **coverage(gates)}
+    header = f"{'contrast':22} {'truth':>8} {'mean est.':>10} {'bias/MC se':>11}"
+    print(f"\n{header} {'sd est.':>8} {'mean boot se':>12}")
+    for name, truth in WORLD["truths"].items():
+        estimates = np.array([r[(name, "estimate")] for r in contrasts])
+        boot = np.mean([r[(name, "standard_error")] for r in contrasts])
+        z = (estimates.mean() - truth) / (estimates.std(ddof=1) / np.sqrt(len(estimates)))
+        print(
+            f"{name:22} {truth:+8.4f} {estimates.mean():+10.4f} {z:+11.1f} "
+            f"{estimates.std(ddof=1):8.4f} {boot:12.4f}"
+        )
     print(f"{gate_reps} gate replicates done at {time.perf_counter() - start:.0f} s\n")
     print(f"{'quantity':26} {'method':16} coverage +/- MC error")
     for (quantity, method), (rate, error) in sorted(table.items()):

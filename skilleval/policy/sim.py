@@ -30,7 +30,7 @@ from skilleval.skills.bank import parse_hints
 from skilleval.world.shopsim import CATEGORY_NAMES
 
 # Bump whenever the scripted behaviour changes: it is part of every sim run's fingerprint.
-SIM_POLICY_VERSION = 2
+SIM_POLICY_VERSION = 3
 DECISIONS = ("read_category", "price_filter", "inspect", "verbosity")
 OUTCOME_DECISIONS = DECISIONS[:3]
 INSTRUCTION = re.compile(
@@ -100,10 +100,14 @@ _NORMAL = NormalDist()
 def correlated_uniform(task_seed: int, salt: str, instruction: str, decision: str) -> float:
     """Uniform draw shared in part by every run of one runtime seed on the same task.
 
-    A Gaussian copula: marginally uniform, so decision probabilities are unchanged.
+    A Gaussian copula: marginally uniform, so decision probabilities are unchanged. Both
+    parts are redrawn by a new runtime seed: over seeds every decision is a fresh
+    Bernoulli(p), which is what the world's ground truth takes the expectation over. (A
+    run part keyed by weights and prompt alone stayed fixed across seeds, so re-running
+    with a new seed did not redraw it and contrasts were biased against the truth.)
     """
     task_part = _NORMAL.inv_cdf(uniform("task", task_seed, instruction, decision))
-    run_part = _NORMAL.inv_cdf(uniform(salt, instruction, decision))
+    run_part = _NORMAL.inv_cdf(uniform(salt, task_seed, instruction, decision))
     mixed = TASK_CORRELATION * task_part + math.sqrt(1 - TASK_CORRELATION**2) * run_part
     return _NORMAL.cdf(mixed)
 
