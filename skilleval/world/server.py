@@ -16,6 +16,7 @@ import json
 import random
 import shlex
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -154,10 +155,10 @@ def model_handler(
                 self.reply(404, {"error": "not found"})
 
         def do_POST(self) -> None:
+            request = self.body()  # read first, as every handler here does
             if self.path != "/v1/chat/completions":
                 self.reply(404, {"error": "not found"})
                 return
-            request = self.body()
             fault = faults.draw()
             if fault == "429":
                 self.reply(
@@ -208,8 +209,11 @@ def env_handler(world: ShopWorld, slots: int, faults: Faults) -> type:
                 self.reply(404, {"error": "not found"})
 
         def do_POST(self) -> None:
+            # Read the body before any reply: an unread body would be taken for the next
+            # request on this keep-alive connection.
+            request = self.body()
             if self.path == "/episodes":
-                task_id = self.body()["task_id"]
+                task_id = request["task_id"]
                 with lock:
                     if len(episodes) >= slots:
                         self.reply(503, {"error": "no free slot"}, {"Retry-After": "0.1"})
@@ -229,8 +233,7 @@ def env_handler(world: ShopWorld, slots: int, faults: Faults) -> type:
                 episode_id = self.path.split("/")[2]
                 if episode_id in dropped:  # a client that re-sends a step may apply it twice
                     faults.count("step_after_dropped_reply")
-                call = self.body()
-                result = episode.step(ToolCall("http", call["name"], call["arguments"]))
+                result = episode.step(ToolCall("http", request["name"], request["arguments"]))
                 if faults.draw() == "drop_step":
                     dropped.add(episode_id)
                     self.close_connection = True  # applied, but the client never hears so
@@ -275,6 +278,11 @@ class KillableServer(ThreadingHTTPServer):
         with self.connections_lock:
             self.connections.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet for connections cut by a kill or a client that went away; loud otherwise."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def kill(self) -> None:
         self.shutdown()
