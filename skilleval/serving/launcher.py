@@ -28,18 +28,33 @@ from skilleval.serving.service import server_root
 log = logging.getLogger(__name__)
 
 
-def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list[str]:
+def model_flags(
+    model_path: str, tp: object, dp: object, tool_call_parser: str, reasoning_parser: str
+) -> list[str]:
+    """sglang's flags for the served model, by their full names (sglang 0.5)."""
     return [
         "--model-path",
-        str(model_dir(weights)),
+        model_path,
         "--tp-size",
-        str(server["tp"]),
+        str(tp),
         "--dp-size",
-        str(server["dp_size"]),
+        str(dp),
         "--tool-call-parser",
-        server["tool_call_parser"],
+        tool_call_parser,
         "--reasoning-parser",
-        server["reasoning_parser"],
+        reasoning_parser,
+    ]
+
+
+def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list[str]:
+    return [
+        *model_flags(
+            str(model_dir(weights)),
+            server["tp"],
+            server["dp_size"],
+            server["tool_call_parser"],
+            server["reasoning_parser"],
+        ),
         "--host",
         "127.0.0.1",
         "--port",

@@ -31,6 +31,7 @@ from skilleval.checkpoints.layout import model_dir
 from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.policy.types import AssistantTurn
+from skilleval.serving.launcher import model_flags
 from skilleval.world.shopsim import TOOLS, ShopEpisode, ShopWorld, Task, catalogue_from_json
 
 
@@ -331,22 +332,14 @@ class WorldServers:
 
 def launch_command(identity: dict[str, Any]) -> str:
     """The serve-world command line that serves this identity (sglang records its own)."""
-    return shlex.join(
-        [
-            "skilleval",
-            "serve-world",
-            "--model-path",
-            identity["model_path"],
-            "--tp-size",
-            str(identity["tp_size"]),
-            "--dp-size",
-            str(identity["dp_size"]),
-            "--tool-call-parser",
-            identity["tool_call_parser"],
-            "--reasoning-parser",
-            identity["reasoning_parser"],
-        ]
+    flags = model_flags(
+        identity["model_path"],
+        identity["tp_size"],
+        identity["dp_size"],
+        identity["tool_call_parser"],
+        identity["reasoning_parser"],
     )
+    return shlex.join(["skilleval", "serve-world", *flags])
 
 
 def start_servers(
