@@ -170,9 +170,14 @@ def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
-    from skilleval.provenance.archive import archive_run
+    from skilleval.provenance.archive import archive_plan, archive_run
 
     config, root = _config(args)
+    if args.dry_run:
+        moved, dependents = archive_plan(args.run, config, root)
+        print(f"would archive {args.run}: " + ", ".join(moved))
+        print("and the outputs built from it: " + (", ".join(dependents) or "none"))
+        return 0
     target = archive_run(args.run, args.reason, config, root)
     print(f"archived {args.run} to {target}")
     return 0
@@ -189,7 +194,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
         "archive": "archived",
         "delete": "deleted",
     }[mode]
-    print(f"{verb}: " + (", ".join(str(p) for p in paths) or "nothing"))
+    print(f"{verb}: " + ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -223,12 +228,12 @@ def _add_checkpoint(sub: Any) -> None:
     diff.add_argument("base", help="checkpoint directory, index file or .safetensors")
     diff.add_argument("final", help="checkpoint directory, index file or .safetensors")
     diff.add_argument("--json", action="store_true", help="print every tensor as JSON")
-    diff.add_argument("--top", type=int, default=20, help="tensors listed (default 20)")
+    diff.add_argument("--top", type=int, default=20, help="tensors listed")
     diff.add_argument(
         "--device",
         choices=["auto", "cpu", "cuda"],
         default="auto",
-        help="where sums are taken (default auto: cuda when torch sees a GPU)",
+        help="where sums are taken",
     )
     diff.set_defaults(func=cmd_checkpoint_diff)
 
@@ -239,12 +244,16 @@ def _add_compare(sub: Any) -> None:
     )
     compare.add_argument("run_a", help="control run directory (holds summary.json, results.jsonl)")
     compare.add_argument("run_b", help="treatment run directory")
-    compare.add_argument("--metric", default="reward", help="reward (default), r_success, r_*")
+    compare.add_argument("--metric", default="reward", help="reward, r_success or any r_* metric")
     compare.add_argument("--json", action="store_true", help="print the contrast as JSON")
-    compare.add_argument("--n-resamples", type=int, default=10_000)
-    compare.add_argument("--confidence", type=float, default=0.95)
-    compare.add_argument("--seed", type=int, default=20260830)
-    compare.add_argument("--method", choices=["percentile", "BCa"], default="percentile")
+    compare.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")
+    compare.add_argument("--confidence", type=float, default=0.95, help="interval level")
+    compare.add_argument(
+        "--seed", type=int, default=20260830, help="seed of numpy.random.default_rng"
+    )
+    compare.add_argument(
+        "--method", choices=["percentile", "BCa"], default="percentile", help="interval"
+    )
     compare.set_defaults(func=cmd_compare)
 
 
@@ -253,20 +262,22 @@ def _add_ablation(sub: Any) -> None:
     ablation_sub = ablation.add_subparsers(dest="ablation_command", required=True)
     plan = ablation_sub.add_parser("plan", help="every planned run with its status")
     plan.add_argument("--json", action="store_true", help="print a JSON list of runs")
-    plan.add_argument("--matrix", default="config/ablation/matrix.yaml")
+    plan.add_argument("--matrix", default="config/ablation/matrix.yaml", help="ablation matrix")
     plan.add_argument("--root", default=".", help="workflow directory holding results/")
     plan.set_defaults(func=cmd_ablation_plan)
     run = ablation_sub.add_parser("run", help="build and audit one planned run (graph entry)")
-    run.add_argument("run_id")
-    run.add_argument("--matrix", default="config/ablation/matrix.yaml")
-    run.add_argument("--summary", required=True)
-    run.add_argument("--audit", required=True)
+    run.add_argument("run_id", help="a run id of the plan (skilleval ablation plan)")
+    run.add_argument("--matrix", default="config/ablation/matrix.yaml", help="ablation matrix")
+    run.add_argument("--summary", required=True, help="summary JSON to write")
+    run.add_argument("--audit", required=True, help="audit JSON to write")
     run.set_defaults(func=cmd_ablation_run)
     split = ablation_sub.add_parser("split", help="ratio split of a candidate pool (seed 42)")
-    split.add_argument("benchmark")
-    split.add_argument("ratio", choices=["1shot", "1-1-8", "2-1-7", "4-1-5"])
-    split.add_argument("--pool", type=int, required=True)
-    split.add_argument("--output", required=True)
+    split.add_argument("benchmark", help="benchmark name of the matrix")
+    split.add_argument(
+        "ratio", choices=["1shot", "1-1-8", "2-1-7", "4-1-5"], help="train-val-test ratio"
+    )
+    split.add_argument("--pool", type=int, required=True, help="candidate pool size")
+    split.add_argument("--output", required=True, help="split JSON to write")
     split.set_defaults(func=cmd_ablation_split)
 
 
@@ -278,13 +289,15 @@ def _add_gpu(sub: Any) -> None:
         default=os.environ.get("SKILLEVAL_GPU_DEVICES", ""),
         help="allowed card ids, e.g. 1-13 (profile resource gpu_devices)",
     )
-    gpu.add_argument("--protected", default="0", help="cards never handed out (default 0)")
+    gpu.add_argument("--protected", default="0", help="cards never handed out")
     gpu.add_argument(
-        "--lock-dir", default=os.environ.get("SKILLEVAL_GPU_LOCK_DIR", "/tmp/skilleval-gpu-locks")
+        "--lock-dir",
+        default=os.environ.get("SKILLEVAL_GPU_LOCK_DIR", "/tmp/skilleval-gpu-locks"),
+        help="folder of the card locks, shared by every job of the host",
     )
-    gpu.add_argument("--timeout", type=float, default=3600.0)
+    gpu.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for cards")
     gpu.add_argument("--record", help="write the lease and timings to this JSON file")
-    gpu.add_argument("command_args", nargs=argparse.REMAINDER)
+    gpu.add_argument("command_args", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     gpu.set_defaults(func=cmd_gpu_run)
 
 
@@ -293,21 +306,26 @@ def _add_stale(sub: Any) -> None:
     stale.add_argument("--configfile", action="append", help="as given to snakemake (repeatable)")
     stale.add_argument("--root", default=".", help="workflow directory")
     stale.add_argument("--json", action="store_true", help="print the stale jobs as JSON")
-    stale.add_argument("targets", nargs="*", help="snakemake targets (default: paper)")
+    stale.add_argument("targets", nargs="*", help="snakemake targets (none: paper)")
     stale.set_defaults(func=cmd_stale)
 
 
 def _add_archive(sub: Any) -> None:
     archive = sub.add_parser("archive", help="move a superseded run under results/archive/")
-    archive.add_argument("run")
+    archive.add_argument("run", help="run name (config runs, rank-*, masked runs)")
     archive.add_argument("--reason", required=True, help="recorded in why.json")
+    archive.add_argument(
+        "--dry-run", action="store_true", help="list what would move, move nothing"
+    )
     clean = sub.add_parser("clean", help="remove an unfinished run (lists only, by default)")
-    clean.add_argument("run")
+    clean.add_argument("run", help="name of the unfinished run")
     clean.add_argument("--archive", action="store_true", help="move its leftovers to the archive")
     clean.add_argument("--delete", action="store_true", help="delete its leftovers for good")
     for command, func in ((archive, cmd_archive), (clean, cmd_clean)):
-        command.add_argument("--configfile", action="append")
-        command.add_argument("--root", default=".")
+        command.add_argument(
+            "--configfile", action="append", help="as given to snakemake (repeatable)"
+        )
+        command.add_argument("--root", default=".", help="workflow directory")
         command.set_defaults(func=func)
 
 
@@ -316,16 +334,20 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--model-path", required=True, help="checkpoint dir or model.safetensors")
     serve.add_argument("--world-dir", default=paths.DEFAULT_WORLD_DIR, help="world.dir of config")
     serve.add_argument("--port", type=int, default=30000, help="model server port")
-    serve.add_argument("--env-port", type=int, default=5700)
+    serve.add_argument("--env-port", type=int, default=5700, help="environment server port")
     serve.add_argument("--host", default="127.0.0.1", help="loopback only; kept for sglang parity")
     serve.add_argument("--seed", type=int, default=20260830, help="the protocol's runtime seed")
-    serve.add_argument("--slots", type=int, default=48)
+    serve.add_argument("--slots", type=int, default=48, help="episode slots of the environment")
     serve.add_argument(
-        "--tp-size", "--tensor-parallel-size", type=int, default=1, help="reported tp (default 1)"
+        "--tp-size", "--tensor-parallel-size", type=int, default=1, help="reported tp"
     )
-    serve.add_argument("--dp-size", type=int, default=4, help="reported dp (default 4)")
-    serve.add_argument("--tool-call-parser", default="qwen3_coder", help="(default qwen3_coder)")
-    serve.add_argument("--reasoning-parser", default="qwen3", help="(default qwen3)")
+    serve.add_argument("--dp-size", type=int, default=4, help="reported dp")
+    serve.add_argument(
+        "--tool-call-parser", default="qwen3_coder", help="parser reported by /model_info"
+    )
+    serve.add_argument(
+        "--reasoning-parser", default="qwen3", help="reasoning parser reported by /model_info"
+    )
     serve.add_argument(
         "--identity-endpoints",
         choices=["current", "deprecated"],
@@ -334,26 +356,33 @@ def _add_serve(sub: Any) -> None:
         "/get_model_info and /get_server_info, to test clients against older servers",
     )
     serve.add_argument(
-        "--fault-rate", type=float, default=0.0, help="share of model replies faulted (0)"
+        "--fault-rate", type=float, default=0.0, help="share of model replies faulted"
     )
     serve.add_argument(
         "--fault-kinds",
         default="429,503,slow",
-        help="model faults drawn from: 429, 503, slow, malformed, context_overflow "
-        "(default 429,503,slow)",
+        help="model faults drawn from: 429, 503, slow, malformed, context_overflow ",
     )
     serve.add_argument(
         "--env-fault-rate",
         type=float,
         default=0.0,
-        help="share of environment steps applied whose reply is then dropped (0)",
+        help="share of environment steps applied whose reply is then dropped",
     )
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
     serve.set_defaults(func=cmd_serve_world)
 
 
+class HelpfulParser(argparse.ArgumentParser):
+    """Every command's --help shows each option's default (subcommands inherit this class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="skilleval", description=__doc__)
+    parser = HelpfulParser(prog="skilleval", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_compare(sub)
     _add_ablation(sub)
@@ -369,9 +398,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
+        sys.stdout.flush()
     except SkillevalError as error:
         print(f"skilleval {args.command}: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader (head, less) closed the pipe: stop quietly, as Unix tools do, and keep
+        # Python from failing again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return code
 
 

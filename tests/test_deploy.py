@@ -50,3 +50,42 @@ def test_dry_run_of_the_paper_from_a_wheel_install(installed: Path, tmp_path: Pa
 def test_schemas_and_templates_are_package_data(installed: Path) -> None:
     assert (installed / "skilleval" / "config" / "schemas" / "config.schema.yaml").exists()
     assert (installed / "skilleval" / "report" / "templates" / "main_table.tex.j2").exists()
+
+
+def test_every_command_option_has_help_text() -> None:
+    import argparse
+
+    from skilleval.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    walk(child, f"{prefix} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{prefix} {action.dest}")
+
+    walk(build_parser(), "skilleval")
+    assert missing == []
+
+
+def test_a_closed_pipe_and_an_unknown_run_behave_as_unix_tools(tmp_path: Path) -> None:
+    skilleval = [sys.executable, "-m", "skilleval.cli"]
+    piped = subprocess.run(
+        f"{' '.join(skilleval)} ablation plan --json | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert piped.stdout.strip() == "[" and "Traceback" not in piped.stderr, piped.stderr
+    for part in ("config",):
+        shutil.copytree(REPO / part, tmp_path / part)
+    unknown = subprocess.run(
+        [*skilleval, "clean", "does-not-exist", "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert unknown.returncode != 0 and "no unfinished run 'does-not-exist'" in unknown.stderr

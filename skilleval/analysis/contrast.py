@@ -37,7 +37,7 @@ class RunRecords:
             if not path.exists():
                 raise ComparisonError(
                     f"{path} does not exist: the run is missing or unfinished "
-                    f"(build it with: snakemake {path})"
+                    f"(build it with: snakemake --cores 1 {path})"
                 )
         summary = RunSummary.read(summary_path)
         records = [

@@ -54,16 +54,24 @@ def _stamp() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def archive_plan(run: str, config: dict[str, Any], root: Path) -> tuple[list[str], list[str]]:
+    """(the run's files, the outputs built from them) that archive_run would move."""
+    paths = run_paths(run, root)
+    if not paths:
+        raise SkillevalError(f"nothing to archive for run {run!r} under {root / 'results'}")
+    _refuse_protected(paths, protected_paths(config, root))
+    moved = [str(p.relative_to(root)) for p in paths]
+    return moved, [d for d in dependents_of(root, moved) if (root / d).exists()]
+
+
 def archive_run(
     run: str,
     reason: str,
     config: dict[str, Any],
     root: Path,
 ) -> Path:
+    archive_plan(run, config, root)
     paths = run_paths(run, root)
-    if not paths:
-        raise SkillevalError(f"nothing to archive for run {run!r} under {root / 'results'}")
-    _refuse_protected(paths, protected_paths(config, root))
     target = root / "results" / "archive" / "runs" / f"{run}-{_stamp()}"
     target.mkdir(parents=True)
     for path in paths:
@@ -125,8 +133,13 @@ def clean_run(run: str, config: dict[str, Any], root: Path, mode: str) -> list[P
             "supersede a finished run, clean is for unfinished ones"
         )
     paths = run_paths(run, root)
+    if not paths:
+        raise SkillevalError(
+            f"no unfinished run {run!r}: nothing of it under {root / 'results'} (a run's "
+            "name as in config runs, e.g. base-S0)"
+        )
     _refuse_protected(paths, protected_paths(config, root))
-    if mode == "archive" and paths:
+    if mode == "archive":
         archive_run(run, "unfinished run cleaned", config, root)
     elif mode == "delete":
         for path in paths:
