@@ -9,6 +9,7 @@ from skilleval.config.rule_inputs import AblationInputs, RuleInputs, SourceFiles
 from skilleval.errors import ConfigError, GpuLeaseError
 from skilleval.provenance.code import SourceCache, code_fingerprint
 from skilleval.provenance.digests import FileDigests
+from skilleval.report.notice import simulation_notice
 from skilleval.serving.gpu import check_requests, gpu_requests, profile_cards
 from skilleval.storage.hashing import canonical
 from skilleval.world.design import world_design

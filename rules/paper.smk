@@ -11,6 +11,20 @@ RATIO_SPLITS = expand(
 )
 
 
+rule paper_notice:
+    output:
+        tex=paths.table("notice", "tex"),
+    log:
+        f"{paths.LOGS}/paper/notice.log",
+    conda:
+        "../envs/skilleval.yaml"
+    params:
+        code=rule_code("paper_notice.py"),
+        notice=simulation_notice(config, MATRIX["trainer"]["kind"]),
+    script:
+        "../scripts/paper_notice.py"
+
+
 rule paper_main_table:
     input:
         summaries=expand(paths.RUN_SUMMARY, run=MAIN_RUNS),
@@ -116,6 +130,7 @@ rule paper_beta_plot:
 
 rule paper:
     input:
+        rules.paper_notice.output,
         rules.paper_main_table.output,
         rules.paper_forest_plot.output,
         rules.paper_ranking_table.output,
