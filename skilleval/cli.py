@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -11,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skilleval import paths
 from skilleval.errors import SkillevalError
+from skilleval.world.serve_command import add_serve_world
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -106,45 +105,6 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
                 {**record, "started": started, "ended": time.time(), "returncode": code},
             )
     return code
-
-
-def cmd_serve_world(args: argparse.Namespace) -> int:
-    """Serve the default world over HTTP until interrupted (sglang-compatible flags)."""
-    import shlex
-    import signal
-    import threading
-
-    from skilleval.checkpoints.layout import resolve_weights
-    from skilleval.world.server import Faults, start_servers
-
-    faults = Faults(
-        rate=args.fault_rate, kinds=tuple(args.fault_kinds.split(",")), latency_s=args.latency
-    )
-    servers = start_servers(
-        str(resolve_weights(args.model_path)),
-        args.world_dir,
-        args.seed,
-        args.port,
-        args.env_port,
-        args.slots,
-        faults,
-        {
-            "tp_size": args.tp_size,
-            "dp_size": args.dp_size,
-            "tool_call_parser": args.tool_call_parser,
-            "reasoning_parser": args.reasoning_parser,
-            "launch_command": shlex.join(["skilleval", *sys.argv[1:]]),
-        },
-        args.identity_endpoints,
-        Faults(rate=args.env_fault_rate, kinds=("drop_step",)),
-    )
-    print(f"model server {servers.model_url}, environment server {servers.env_url}", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with contextlib.suppress(KeyboardInterrupt):
-        stop.wait()
-    servers.shutdown()
-    return 0
 
 
 def cmd_stale(args: argparse.Namespace) -> int:
@@ -329,50 +289,6 @@ def _add_archive(sub: Any) -> None:
         command.set_defaults(func=func)
 
 
-def _add_serve(sub: Any) -> None:
-    serve = sub.add_parser("serve-world", help="serve the sim policy and shopsim over HTTP")
-    serve.add_argument("--model-path", required=True, help="checkpoint dir or model.safetensors")
-    serve.add_argument("--world-dir", default=paths.DEFAULT_WORLD_DIR, help="world.dir of config")
-    serve.add_argument("--port", type=int, default=30000, help="model server port")
-    serve.add_argument("--env-port", type=int, default=5700, help="environment server port")
-    serve.add_argument("--host", default="127.0.0.1", help="loopback only; kept for sglang parity")
-    serve.add_argument("--seed", type=int, default=20260830, help="the protocol's runtime seed")
-    serve.add_argument("--slots", type=int, default=48, help="episode slots of the environment")
-    serve.add_argument(
-        "--tp-size", "--tensor-parallel-size", type=int, default=1, help="reported tp"
-    )
-    serve.add_argument("--dp-size", type=int, default=4, help="reported dp")
-    serve.add_argument(
-        "--tool-call-parser", default="qwen3_coder", help="parser reported by /model_info"
-    )
-    serve.add_argument(
-        "--reasoning-parser", default="qwen3", help="reasoning parser reported by /model_info"
-    )
-    serve.add_argument(
-        "--identity-endpoints",
-        choices=["current", "deprecated"],
-        default="current",
-        help="serve sglang's /model_info and /server_info (default) or the deprecated "
-        "/get_model_info and /get_server_info, to test clients against older servers",
-    )
-    serve.add_argument(
-        "--fault-rate", type=float, default=0.0, help="share of model replies faulted"
-    )
-    serve.add_argument(
-        "--fault-kinds",
-        default="429,503,slow",
-        help="model faults drawn from: 429, 503, slow, malformed, context_overflow ",
-    )
-    serve.add_argument(
-        "--env-fault-rate",
-        type=float,
-        default=0.0,
-        help="share of environment steps applied whose reply is then dropped",
-    )
-    serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
-    serve.set_defaults(func=cmd_serve_world)
-
-
 class HelpfulParser(argparse.ArgumentParser):
     """Every command's --help shows each option's default (subcommands inherit this class)."""
 
@@ -390,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gpu(sub)
     _add_stale(sub)
     _add_archive(sub)
-    _add_serve(sub)
+    add_serve_world(sub)
     return parser
 
 
