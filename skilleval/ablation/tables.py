@@ -167,7 +167,17 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
     )
 
 
+def benchmark_colours(matrix: dict[str, Any]) -> dict[str, Any]:
+    """One colour per benchmark, the same in every figure (the matrix's order)."""
+    import matplotlib
+
+    palette = matplotlib.colormaps["tab10"]
+    return {bench: palette(i % palette.N) for i, bench in enumerate(matrix["benchmarks"])}
+
+
 def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> None:
+    """One titled panel per group, drawn at its printed size (0.32 of the paper's 6.3 in
+    text width) so that its text is 7 pt on the page; the legend sits below the axes."""
     matrix, planned, files = planned_runs(matrix_path)
     import matplotlib
 
@@ -176,18 +186,18 @@ def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> No
 
     spec = matrix["groups"][group]
     values = list(spec["values"])
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for bench in spec["benchmarks"]:
-        frame = ablation_rows(bench, matrix, planned, files, groups=[group])
-        ys = [frame.loc[frame["value"] == v, "best_test_score"].iloc[0] for v in values]
-        ax.plot(range(len(values)), ys, marker="o", label=bench)
-        for x, (_, r) in enumerate(frame.iterrows()):
-            if not r["valid"]:
-                ax.annotate("invalid", (x, ys[x]), fontsize=7, color="red")
-    ax.set_xticks(range(len(values)))
-    ax.set_xticklabels(values)
-    ax.set_xlabel(f"{group} ({spec['prefix']})")
-    ax.set_ylabel("best test score")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    save_figure(fig, out_pdf, out_png)
+    colours = benchmark_colours(matrix)
+    with plt.rc_context({"font.size": 7, "axes.titlesize": 7.5, "legend.fontsize": 7}):
+        fig, ax = plt.subplots(figsize=(2.0, 2.2), layout="constrained")
+        for bench in spec["benchmarks"]:
+            frame = ablation_rows(bench, matrix, planned, files, groups=[group])
+            ys = [frame.loc[frame["value"] == v, "best_test_score"].iloc[0] for v in values]
+            ax.plot(range(len(values)), ys, marker="o", ms=3, color=colours[bench], label=bench)
+            for x, (_, r) in enumerate(frame.iterrows()):
+                if not r["valid"]:
+                    ax.annotate("invalid", (x, ys[x]), color="red")
+        ax.set_xticks(range(len(values)), values, rotation=30 if len(values) > 4 else 0)
+        ax.set_title(f"{group} ({spec['prefix']}, §{spec['section']})")
+        ax.set_ylabel("best test score")
+        fig.legend(loc="outside lower center", ncol=1, frameon=False)
+        save_figure(fig, out_pdf, out_png)

@@ -34,7 +34,7 @@ def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: 
         "descriptive": "tab:blue",
         "invalid": "black",
     }
-    fig, ax = plt.subplots(figsize=(7, 0.55 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(7, 0.55 * len(rows) + 1.4), layout="constrained")
     for y, row in enumerate(reversed(rows)):
         if row.estimate is None or row.ci_low is None or row.ci_high is None:
             ax.text(0, y, f"{row.name}: invalid", va="center", ha="center", fontsize=8)
@@ -58,8 +58,15 @@ def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: 
     ax.set_title(title)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    ax.legend(unique.values(), unique.keys(), loc="lower right", fontsize=8)
-    fig.tight_layout()
+    # Outside the axes, so the legend can never cover a point or an interval.
+    fig.legend(
+        unique.values(),
+        unique.keys(),
+        loc="outside lower center",
+        ncol=max(len(unique), 1),
+        fontsize=8,
+        frameon=False,
+    )
     save_figure(fig, out_pdf, out_png)
 
 
