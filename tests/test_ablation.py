@@ -236,3 +236,16 @@ def test_bad_matrix_is_refused_with_the_key() -> None:
     with pytest.raises(ConfigError) as info:
         validate_against_schema(matrix, "ablation", "config/ablation/matrix.yaml")
     assert info.value.key == "groups.lr.section" and info.value.value == "3.9"
+
+
+def test_token_counts_read_as_people_write_them() -> None:
+    from skilleval.ablation.tables import human_count
+
+    assert [human_count(x) for x in (48_000, 3_200_000, 999, 0, None, float("nan"))] == [
+        "48k",
+        "3.2M",
+        "999",
+        "0",
+        "n/a",
+        "n/a",
+    ]

@@ -82,6 +82,16 @@ def planned_runs(
     return matrix, {r.run_id: r for r in runs}, run_files(runs)
 
 
+def human_count(count: float | None) -> str:
+    """48000 -> 48k, 3200000 -> 3.2M: never 0.0M for a count below a million."""
+    if count is None or count != count:  # unknown (None or NaN)
+        return "n/a"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(count) >= scale:
+            return f"{count / scale:.3g}{suffix}"
+    return f"{count:.0f}"
+
+
 def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, str]) -> None:
     matrix, planned, files = planned_runs(matrix_path)
     frame = ablation_rows(bench, matrix, planned, files)
@@ -96,7 +106,7 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
             fmt(r["base_score"]),
             fmt(r["best_test_score"]),
             f"{r['delta']:+.4f}",
-            f"{r['tokens'] / 1e6:.1f}M",
+            human_count(r["tokens"]),
         ]
         tex_rows.append({"cells": cells, "rule": previous is not None and r["group"] != previous})
         previous = r["group"]
@@ -107,7 +117,11 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
         rule="ablation_table",
         label=f"tab:ablation-{bench}",
         caption=f"Ablations on {latex_escape(bench)}: one variable at a time; (default) rows "
-        "reuse the default run.",
+        "reuse the default run. Best sel.: best score on the selection (val) split; Base: "
+        "score of the initial skill; Best test: test score of the best-selected skill; "
+        r"$\Delta$: Best test $-$ Base; Tokens: trainer tokens of the run. One run per row "
+        "(no repeats), so a $\\Delta$ is a single run's difference, not an interval; "
+        r"$^\dagger$: the run's audit failed.",
         colspec="llrrrrr",
         header="Group & Value & Best sel. & Base & Best test & $\\Delta$ & Tokens",
     )
