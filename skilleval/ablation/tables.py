@@ -69,7 +69,7 @@ def render(
     tex = (
         environment()
         .get_template("ablation_table.tex.j2")
-        .render(rows=tex_rows, notes=notes, **{"long": False, **template})
+        .render(rows=tex_rows, notes=notes, **{"long": False, "short_caption": "", **template})
     )
     write_table_set(outputs, tex, [Section("Runs", "run", frame)])
 
@@ -128,15 +128,20 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
 
 
 def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
-    _, planned, files = planned_runs(matrix_path)
+    matrix, planned, files = planned_runs(matrix_path)
+    order = list(matrix["benchmarks"])
     by_setting: dict[tuple[str, str], dict[str, Any]] = {}
-    for run_id, run in planned.items():
-        if run.harness is None:
-            continue
-        key = (run.harness["benchmark_label"], run.value)
+    # One block per benchmark (the matrix's order, as in every other table and figure).
+    harness_runs = sorted(
+        ((r, r.harness) for r in planned.values() if r.harness is not None),
+        key=lambda pair: order.index(pair[0].benchmark),
+    )
+    for run, harness in harness_runs:
+        run_id = run.run_id
+        key = (run.benchmark, run.value)
         row = by_setting.setdefault(key, {"benchmark": key[0], "setting": key[1]})
         result = result_row(run_id, *files[run_id])
-        backend = run.harness["backend"]
+        backend = harness["backend"]
         row[f"{backend}_test"] = result["best_test_score"]
         row[f"{backend}_delta"] = result["delta"]
         row[f"{backend}_valid"] = result["valid"]
@@ -158,7 +163,9 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
     tex_rows, previous = [], None
     for r in frame.to_dict("records"):
         cells = [
-            latex_escape(r["benchmark"]) if r["benchmark"] != previous else "",
+            # Named on every row: a page break in this long table must not leave a row
+            # whose benchmark the reader has to look for on the page before.
+            latex_escape(r["benchmark"]),
             latex_escape(r["setting"]),
             cell(r, "Codex"),
             cell(r, "Claude"),
@@ -174,8 +181,10 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
         rule="harness_table",
         long=True,
         label="tab:harness",
+        short_caption="Harness runs",
         caption="Harness runs: best test score per setting, Codex vs Claude Code students, "
-        "each initialised from its benchmark's one canonical source skill (-- = not run).",
+        "each initialised from its benchmark's one canonical source skill (-- = not run). "
+        "Benchmarks are named as in the ablation tables.",
         colspec="llrr",
         header="Benchmark & Setting & Codex & Claude",
     )
