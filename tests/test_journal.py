@@ -87,3 +87,28 @@ def test_changed_fingerprint_archives_old_journal_with_reason(tmp_path: Path) ->
     assert why["changed_inputs"] == ["protocol_fingerprint"]
     assert why["new_fingerprint"] == "new"
     assert (archived[0] / "old.jsonl").read_text().count("\n") == 1
+
+
+def test_results_get_the_mode_the_umask_allows(tmp_path: Path) -> None:
+    import os
+
+    from skilleval.storage import atomic
+
+    old = os.umask(0o027)
+    try:
+        atomic.write_text(tmp_path / "a.json", "{}")
+        assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
+        os.umask(0o022)
+        atomic.write_text(tmp_path / "b.json", "{}")
+        assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)
+
+
+def test_the_progress_line_never_prints_nan() -> None:
+    from skilleval.runs.runner import RunStats
+
+    resumed = RunStats(total=10, reused=4)
+    assert "eta unknown" in resumed.line("r") and "nan" not in resumed.line("r")
+    finished = RunStats(total=10, reused=10)
+    assert ", done," in finished.line("r")
