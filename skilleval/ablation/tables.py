@@ -127,6 +127,14 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
     )
 
 
+def harness_cell(row: dict[str, Any], backend: str) -> str:
+    """One backend's best test score of a harness row ("--" when not run; dagger if invalid)."""
+    value = row.get(f"{backend}_test")
+    if value is None or pd.isna(value):
+        return "--"
+    return fmt(value) + ("" if row.get(f"{backend}_valid") else r"$^\dagger$")
+
+
 def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
     matrix, planned, files = planned_runs(matrix_path)
     order = list(matrix["benchmarks"])
@@ -154,12 +162,6 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
     frame["reasons"] = frame["reasons"].map("; ".join)
     frame["run_id"] = frame["benchmark"] + "/" + frame["setting"]
 
-    def cell(r: dict[str, Any], backend: str) -> str:
-        value = r.get(f"{backend}_test")
-        if value is None or pd.isna(value):
-            return "--"
-        return fmt(value) + ("" if r.get(f"{backend}_valid") else r"$^\dagger$")
-
     tex_rows, previous = [], None
     for r in frame.to_dict("records"):
         cells = [
@@ -167,8 +169,8 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
             # whose benchmark the reader has to look for on the page before.
             latex_escape(r["benchmark"]),
             latex_escape(r["setting"]),
-            cell(r, "Codex"),
-            cell(r, "Claude"),
+            harness_cell(r, "Codex"),
+            harness_cell(r, "Claude"),
         ]
         tex_rows.append(
             {"cells": cells, "rule": previous is not None and r["benchmark"] != previous}
