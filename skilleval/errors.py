@@ -7,6 +7,13 @@ class SkillevalError(Exception):
     """Base class of every error meant for the user (printed without a traceback)."""
 
 
+def locate(source: object, key: str) -> str:
+    """Where a key's value is set: ``source.where(key)`` (file and line, for merged config
+    files), else the source itself as a file name."""
+    where = getattr(source, "where", None)
+    return str(where(key)) if callable(where) else str(source)
+
+
 class ConfigError(SkillevalError):
     """A configuration value is invalid.
 
@@ -15,8 +22,7 @@ class ConfigError(SkillevalError):
     """
 
     def __init__(self, source: object, key: str, value: object, problem: str, fix: str) -> None:
-        where = getattr(source, "where", None)
-        self.file = where(key) if callable(where) else str(source)
+        self.file = locate(source, key)
         self.key, self.value, self.problem, self.fix = key, value, problem, fix
         super().__init__(f"{self.file}: {key} = {value!r}: {problem}\n  fix: {fix}")
 

@@ -18,7 +18,6 @@ import yaml
 from tests.conftest import copy_workflow
 
 CONFIG, OVERLAY, MATRIX = "config/config.yaml", "config/overlay.yaml", "config/ablation/matrix.yaml"
-Edit = Callable[[dict[str, Any]], Any] | Callable[[str], str]
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from skilleval.storage.records import Check
 class CheckpointScan:
     """What the headers of a checkpoint's shards say, and what is wrong with them."""
 
-    registered: str
     weights: Path | None = None
     shards: list[str] = field(default_factory=list)
     shard_bytes: dict[str, int] = field(default_factory=dict)
@@ -84,7 +83,7 @@ class CheckpointScan:
 
 
 def scan_checkpoint(weights: str | Path) -> CheckpointScan:
-    scan = CheckpointScan(str(weights))
+    scan = CheckpointScan()
     try:
         scan.weights = resolve_weights(weights)
         index = read_index(scan.weights) if is_index(scan.weights) else None

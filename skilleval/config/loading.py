@@ -121,9 +121,6 @@ class ConfigSources:
                     return f"{loaded.path}, line {loaded.lines[parts[:depth]]}"
         return ", ".join(loaded.path for loaded in self.files) or "config"
 
-    def __str__(self) -> str:
-        return ", ".join(loaded.path for loaded in self.files)
-
 
 def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """Snakemake's merge of config files: mappings merged key by key, anything else replaced."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skilleval.errors import GpuLeaseError
+from skilleval.errors import GpuLeaseError, locate
 
 log = logging.getLogger(__name__)
 DEFAULT_LOCK_DIR = "/tmp/skilleval-gpu-locks"
@@ -176,8 +176,7 @@ def check_requests(
         return
     for asker, count in requests.items():
         if count > host_total:
-            where = getattr(source, "where", None)
-            location = where(asker) if callable(where) else str(source)
+            location = locate(source, asker)
             inventory = f", cards {cards}" if cards not in (None, "") else ""
             what = " (tp x dp_size)" if asker.endswith(".model_server") else ""
             raise GpuLeaseError(
