@@ -111,3 +111,18 @@ rule ablation_figure:
         group=ABLATION_INPUTS.ablation_group,
     script:
         "../scripts/ablation_figure.py"
+
+
+rule benchmark_legend:
+    input:
+        matrix=ancient(config["ablation"]["matrix"]),
+    output:
+        pdf=paths.figure("benchmark_legend", "pdf"),
+    log:
+        f"{paths.LOGS}/paper/benchmark_legend.log",
+    conda:
+        "../envs/skilleval.yaml"
+    params:
+        code=rule_code("benchmark_legend.py"),
+    script:
+        "../scripts/benchmark_legend.py"

@@ -25,6 +25,23 @@ rule paper_notice:
         "../scripts/paper_notice.py"
 
 
+rule paper_ablation_section:
+    output:
+        tex=paths.table("section_ablations", "tex"),
+    log:
+        f"{paths.LOGS}/paper/section_ablations.log",
+    conda:
+        "../envs/skilleval.yaml"
+    params:
+        code=rule_code(
+            "paper_ablation_section.py", templates=["ablation_section.tex.j2"]
+        ),
+        benchmarks=list(MATRIX["benchmarks"]),
+        groups=ABLATION_GROUPS,
+    script:
+        "../scripts/paper_ablation_section.py"
+
+
 rule paper_main_table:
     input:
         summaries=expand(paths.RUN_SUMMARY, run=MAIN_RUNS),
@@ -70,6 +87,29 @@ rule paper_forest_plot:
         contrasts=MAIN_CONTRASTS,
     script:
         "../scripts/paper_forest_plot.py"
+
+
+rule report_front:
+    input:
+        table=paths.table("main", "csv"),
+        table_caption="report/main_table.rst",
+        figure=paths.figure("contrasts", "png"),
+        figure_caption="report/forest_plot.rst",
+    output:
+        html=report(
+            paths.REPORT_FRONT,
+            caption="../report/front.rst",
+            category="Overview",
+        ),
+    log:
+        f"{paths.LOGS}/paper/report_front.log",
+    conda:
+        "../envs/skilleval.yaml"
+    params:
+        code=rule_code("report_front.py"),
+        notice=simulation_notice(config, MATRIX["trainer"]["kind"]),
+    script:
+        "../scripts/report_front.py"
 
 
 rule paper_ranking_table:
@@ -131,6 +171,7 @@ rule paper_beta_plot:
 rule paper:
     input:
         rules.paper_notice.output,
+        rules.report_front.output,
         rules.paper_main_table.output,
         rules.paper_forest_plot.output,
         rules.paper_ranking_table.output,
@@ -142,6 +183,8 @@ rule paper:
             ext=paths.TABLE_FORMATS,
         ),
         expand(paths.figure("ablation_{group}", "png"), group=ABLATION_GROUPS),
+        rules.benchmark_legend.output,
+        rules.paper_ablation_section.output,
         RATIO_SPLITS,
         rules.audit_weight_diff.output,
 
@@ -151,12 +194,14 @@ rule paper_pdf:
         tex="paper/main.tex",
         parts=rules.paper.input,
     output:
-        pdf="paper/main.pdf",
+        pdf=paths.PAPER_PDF,
+        layout=paths.PAPER_LAYOUT,
     log:
         f"{paths.LOGS}/paper/main_pdf.log",
     conda:
         "../envs/latex.yaml"
     params:
         code=rule_code("paper_pdf.py"),
+        build_dir=paths.PAPER_BUILD,
     script:
         "../scripts/paper_pdf.py"

@@ -1,5 +1,10 @@
 from skilleval.logs import logged
-from skilleval.report.latex import compile_pdf
+from skilleval.report.layout import build_checked_pdf
 
 with logged(snakemake.log[0]):
-    compile_pdf(snakemake.input.tex, snakemake.output.pdf)
+    build_checked_pdf(
+        snakemake.input.tex,
+        snakemake.output.pdf,
+        snakemake.params.build_dir,
+        snakemake.output.layout,
+    )

@@ -49,6 +49,12 @@ ABLATION_SUMMARY = f"{ABLATION_RUN_DIR}/summary.json"
 ABLATION_LOCK = f"{RESULTS}/ablation/{{bench}}/.{{run_id}}.writer.lock"
 ABLATION_AUDIT = f"{RESULTS}/audit/ablation/{{bench}}/{{run_id}}.json"
 
+PAPER_PDF = "paper/main.pdf"
+# The HTML that report/workflow.rst includes: the report's first view.
+REPORT_FRONT = f"{RESULTS}/report/front.html"
+# LaTeX's aux, log and page-kind record: kept for the layout check, out of the sources.
+PAPER_BUILD = f"{RESULTS}/paper/latex"
+PAPER_LAYOUT = f"{RESULTS}/paper/layout.json"
 TABLE = "paper/tables/{table}.{ext}"
 FIGURE = "paper/figures/{figure}.{ext}"
 TABLE_FORMATS = ("tex", "csv", "md", "html")

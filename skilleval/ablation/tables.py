@@ -13,7 +13,7 @@ import pandas as pd
 
 from skilleval.ablation.plan import PlannedRun, group_rows, load_matrix, plan, run_files
 from skilleval.ablation.records import AblationAudit, AblationSummary
-from skilleval.report.figures import save_figure
+from skilleval.report.figures import save_pdf
 from skilleval.report.latex import environment, latex_escape
 from skilleval.report.writer import Section, write_table_set
 
@@ -69,7 +69,7 @@ def render(
     tex = (
         environment()
         .get_template("ablation_table.tex.j2")
-        .render(rows=tex_rows, notes=notes, **{"long": False, "short_caption": "", **template})
+        .render(rows=tex_rows, notes=notes, **template)
     )
     write_table_set(outputs, tex, [Section("Runs", "run", frame)])
 
@@ -115,6 +115,7 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
         tex_rows,
         outputs,
         rule="ablation_table",
+        short_caption=f"Ablations on {latex_escape(bench)}",
         label=f"tab:ablation-{bench}",
         caption=f"Ablations on {latex_escape(bench)}: one variable at a time; (default) rows "
         "reuse the default run. Best sel.: best score on the selection (val) split; Base: "
@@ -181,7 +182,6 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
         tex_rows,
         outputs,
         rule="harness_table",
-        long=True,
         label="tab:harness",
         short_caption="Harness runs",
         caption="Harness runs: best test score per setting, Codex vs Claude Code students, "
@@ -200,9 +200,14 @@ def benchmark_colours(matrix: dict[str, Any]) -> dict[str, Any]:
     return {bench: palette(i % palette.N) for i, bench in enumerate(matrix["benchmarks"])}
 
 
+PANEL_INCHES = (1.6, 1.6)  # a quarter of the paper's 6.5 in text width: 7 pt text on the page
+FIGURE_FONTS: Any = {"font.size": 7, "axes.titlesize": 7.5, "legend.fontsize": 7}
+
+
 def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> None:
-    """One titled panel per group, drawn at its printed size (0.32 of the paper's 6.3 in
-    text width) so that its text is 7 pt on the page; the legend sits below the axes."""
+    """One titled panel per group, drawn at its printed size. The paper's PDF panel has no
+    legend (the figure shares one, see benchmark_legend); the report's PNG stands alone, so
+    it carries its legend below the axes."""
     matrix, planned, files = planned_runs(matrix_path)
     import matplotlib
 
@@ -212,8 +217,8 @@ def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> No
     spec = matrix["groups"][group]
     values = list(spec["values"])
     colours = benchmark_colours(matrix)
-    with plt.rc_context({"font.size": 7, "axes.titlesize": 7.5, "legend.fontsize": 7}):
-        fig, ax = plt.subplots(figsize=(2.0, 2.2), layout="constrained")
+    with plt.rc_context(FIGURE_FONTS):
+        fig, ax = plt.subplots(figsize=PANEL_INCHES, layout="constrained")
         for bench in spec["benchmarks"]:
             frame = ablation_rows(bench, matrix, planned, files, groups=[group])
             ys = [frame.loc[frame["value"] == v, "best_test_score"].iloc[0] for v in values]
@@ -221,8 +226,39 @@ def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> No
             for x, (_, r) in enumerate(frame.iterrows()):
                 if not r["valid"]:
                     ax.annotate("invalid", (x, ys[x]), color="red")
-        ax.set_xticks(range(len(values)), values, rotation=30 if len(values) > 4 else 0)
-        ax.set_title(f"{group} ({spec['prefix']}, §{spec['section']})")
+        # Turned only when the labels would not fit side by side at 7 pt.
+        crowded = sum(len(str(v)) for v in values) > 16
+        ax.set_xticks(
+            range(len(values)),
+            values,
+            rotation=35 if crowded else 0,
+            ha="right" if crowded else "center",
+            rotation_mode="anchor",
+        )
+        ax.set_title(f"{group}\n({spec['prefix']}, §{spec['section']})")
         ax.set_ylabel("best test score")
+        save_pdf(fig, out_pdf)
+        fig.set_size_inches(PANEL_INCHES[0], PANEL_INCHES[1] + 0.15 * len(spec["benchmarks"]))
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
-        save_figure(fig, out_pdf, out_png)
+        fig.savefig(out_png, dpi=200)
+        plt.close(fig)
+
+
+def benchmark_legend(matrix_path: str, out_pdf: str) -> None:
+    """The ablation figure's one legend: every benchmark in its shared colour, in a strip as
+    wide as the text."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    colours = benchmark_colours(load_matrix(matrix_path))
+    handles = [Line2D([], [], color=c, marker="o", ms=3, label=b) for b, c in colours.items()]
+    with plt.rc_context(FIGURE_FONTS):
+        columns = min(len(handles), 5)
+        rows = -(-len(handles) // columns)
+        fig = plt.figure(figsize=(6.3, 0.1 + 0.16 * rows))
+        fig.legend(handles=handles, loc="center", ncol=columns, frameon=False)
+        save_pdf(fig, out_pdf)
+        plt.close(fig)

@@ -10,12 +10,16 @@ from skilleval.analysis.records import GateBeta, Verdict
 from skilleval.storage.records import read_record
 
 
-def save_figure(fig: Any, out_pdf: str, out_png: str) -> None:
-    import matplotlib.pyplot as plt
-
+def save_pdf(fig: Any, out_pdf: str) -> None:
     Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
     # No creation date: the same figure gives the same bytes on any day.
     fig.savefig(out_pdf, metadata={"CreationDate": None})
+
+
+def save_figure(fig: Any, out_pdf: str, out_png: str) -> None:
+    import matplotlib.pyplot as plt
+
+    save_pdf(fig, out_pdf)
     fig.savefig(out_png, dpi=150)
     plt.close(fig)
 

@@ -33,26 +33,31 @@ def fmt_ci(low: float | None, high: float | None, digits: int = 3) -> str:
 
 
 TEX_ENGINES = ("latexmk", "pdflatex")
+TEX_PACKAGES = "texlive-latex-base texlive-latex-recommended texlive-fonts-recommended latexmk"
 
 
-def compile_pdf(main_tex: str, output: str) -> None:
-    """Compile the paper; without a TeX engine fail with one line saying what is missing."""
+def compile_pdf(main_tex: str, output: str, build_dir: str) -> Path:
+    """Compile the paper with its build products (aux, log, page kinds) in build_dir, never
+    next to the sources; without a TeX engine fail with one line saying what to install.
+    Returns the PDF in build_dir."""
     engine = next((e for e in TEX_ENGINES if shutil.which(e)), None)
     if engine is None:
         raise SkillevalError(
-            "no TeX engine found (latexmk or pdflatex); install Debian packages "
-            "texlive-latex-recommended texlive-latex-extra latexmk, then rerun"
+            f"no TeX engine found (latexmk or pdflatex); install the Debian packages "
+            f"{TEX_PACKAGES}, then rerun"
         )
-    directory = Path(main_tex).parent
+    build = Path(build_dir).resolve()
+    build.mkdir(parents=True, exist_ok=True)
+    options = ["-interaction=nonstopmode", "-halt-on-error", f"-output-directory={build}"]
     command = (
-        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", Path(main_tex).name]
+        ["latexmk", "-pdf", *options, Path(main_tex).name]
         if engine == "latexmk"
-        else ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", Path(main_tex).name]
+        else ["pdflatex", *options, Path(main_tex).name]
     )
     for _ in range(1 if engine == "latexmk" else 2):
-        done = subprocess.run(command, cwd=directory, capture_output=True, text=True)
+        done = subprocess.run(command, cwd=Path(main_tex).parent, capture_output=True, text=True)
         if done.returncode != 0:
             raise SkillevalError(f"{engine} failed on {main_tex}:\n{done.stdout[-2000:]}")
-    produced = directory / (Path(main_tex).stem + ".pdf")
-    if produced.resolve() != Path(output).resolve():
-        shutil.copy(produced, output)
+    produced = build / (Path(main_tex).stem + ".pdf")
+    shutil.copy(produced, output)
+    return produced

@@ -1,0 +1,12 @@
+from skilleval.logs import logged
+from skilleval.report.front import write_front_page
+
+with logged(snakemake.log[0]):
+    write_front_page(
+        snakemake.input.table,
+        snakemake.input.table_caption,
+        snakemake.input.figure,
+        snakemake.input.figure_caption,
+        snakemake.params.notice,
+        snakemake.output.html,
+    )

@@ -1,0 +1,146 @@
+"""Checks a compiled paper as a reviewer reads it: every page carries body text, every table
+and figure comes after its first reference, and nothing is unresolved, doubly defined or
+overfull. Reads the PDF's text (pypdf) and the build's log, aux and page-kind record."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+NEWLABEL = re.compile(r"\\newlabel\{((?:tab|fig):[^}]*)\}\{\{([^}]*)\}\{([^}]*)\}")
+# "Table 3", "Tables 3, 4 and 5", "Figure 2"; not "Table 3:", which opens a caption.
+REFERENCE = re.compile(r"\b(Table|Figure)s?\s+(\d+(?:\s*(?:,|and)\s*\d+)*)(?!\d|\s*:)")
+LOG_PROBLEMS = (
+    (re.compile(r"^(Overfull \\[hv]box .*)$", re.M), "{0}"),
+    (re.compile(r"LaTeX Warning: Label `([^']*)' multiply defined"), "label {0} defined twice"),
+    (re.compile(r"LaTeX Warning: Reference `([^']*)' on page (\d+)"), "reference {0} undefined"),
+    (re.compile(r"LaTeX Warning: (Float too large[^\n]*)"), "{0}"),
+    (re.compile(r"LaTeX Error: (Float\(s\) lost)"), "{0}"),
+)
+log = logging.getLogger(__name__)
+KIND_NAMES = {"tab": "Table", "fig": "Figure"}
+
+
+@dataclass(frozen=True)
+class FloatLabel:
+    label: str
+    kind: str
+    number: int
+    page: int
+
+
+@dataclass
+class LayoutReport:
+    pdf: str
+    pages: int
+    page_kinds: dict[int, str]
+    floats: list[FloatLabel]
+    first_references: dict[str, int]
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_labels(aux_text: str) -> list[FloatLabel]:
+    labels = []
+    for label, number, page in NEWLABEL.findall(aux_text):
+        if number.isdigit() and page.isdigit():
+            kind = KIND_NAMES[label.split(":", 1)[0]]
+            labels.append(FloatLabel(label, kind, int(number), int(page)))
+    return labels
+
+
+def read_page_kinds(record: Path) -> dict[int, str]:
+    kinds: dict[int, str] = {}
+    for line in record.read_text().splitlines():
+        page, kind = line.split()
+        kinds[int(page)] = kind
+    return kinds
+
+
+def first_references(page_texts: list[str]) -> dict[str, int]:
+    """'Table 3' -> the first page (1-based) whose text names it, captions aside."""
+    first: dict[str, int] = {}
+    for page, text in enumerate(page_texts, start=1):
+        for kind, numbers in REFERENCE.findall(" ".join(text.split())):
+            for number in re.findall(r"\d+", numbers):
+                first.setdefault(f"{kind} {number}", page)
+    return first
+
+
+def log_problems(log_text: str) -> list[str]:
+    problems = []
+    for pattern, message in LOG_PROBLEMS:
+        for match in pattern.finditer(log_text):
+            problems.append(message.format(*match.groups()))
+    return problems
+
+
+def page_problems(page_texts: list[str], kinds: dict[int, str]) -> list[str]:
+    problems = []
+    for page, text in enumerate(page_texts, start=1):
+        words = [w for w in text.split() if not w.isdigit()]
+        if not words:
+            problems.append(f"page {page} is empty")
+        elif kinds.get(page) == "floats":
+            problems.append(f"page {page} holds only floats, no body text")
+        if "??" in text:
+            problems.append(f"page {page} shows '??' (an unresolved reference)")
+    missing = sorted(set(range(1, len(page_texts) + 1)) - set(kinds))
+    if missing:
+        problems.append(f"no page-kind record for pages {missing}: rebuild with paper/main.tex")
+    return problems
+
+
+def order_problems(floats: list[FloatLabel], first: dict[str, int]) -> list[str]:
+    problems = []
+    for item in floats:
+        name = f"{item.kind} {item.number}"
+        referenced = first.get(name)
+        if referenced is None:
+            problems.append(f"{name} ({item.label}) is never referenced in the text")
+        elif item.page < referenced:
+            problems.append(
+                f"{name} ({item.label}) is on page {item.page}, before its first reference "
+                f"on page {referenced}"
+            )
+    numbers: dict[str, list[int]] = {}
+    for item in sorted(floats, key=lambda f: (f.page, f.number)):
+        numbers.setdefault(item.kind, []).append(item.number)
+    for kind, order in numbers.items():
+        if order != sorted(order):
+            problems.append(f"{kind.lower()}s appear out of order: {order}")
+    return problems
+
+
+def check_layout(pdf: Path, build_dir: Path, jobname: str = "main") -> LayoutReport:
+    """The checks above on a PDF built into build_dir (its .log, .aux and .pagekinds)."""
+    from pypdf import PdfReader
+
+    page_texts = [page.extract_text() or "" for page in PdfReader(pdf).pages]
+    kinds_record = build_dir / f"{jobname}.pagekinds"
+    kinds = read_page_kinds(kinds_record) if kinds_record.exists() else {}
+    floats = read_labels((build_dir / f"{jobname}.aux").read_text(errors="replace"))
+    first = first_references(page_texts)
+    problems = log_problems((build_dir / f"{jobname}.log").read_text(errors="replace"))
+    problems += page_problems(page_texts, kinds)
+    problems += order_problems(floats, first)
+    return LayoutReport(str(pdf), len(page_texts), kinds, floats, first, problems)
+
+
+def build_checked_pdf(main_tex: str, output: str, build_dir: str, layout_json: str) -> None:
+    """Compile the paper, check its layout and keep the check's findings next to the build.
+    A finding is a warning in the log, not a failure: the PDF is still worth reading."""
+    from skilleval.report.latex import compile_pdf
+    from skilleval.storage import atomic
+
+    built = compile_pdf(main_tex, output, build_dir)
+    report = check_layout(built, Path(build_dir), Path(main_tex).stem)
+    atomic.write_json(layout_json, report.to_json())
+    log.info("%s: %d pages, %d layout problems", output, report.pages, len(report.problems))
+    for problem in report.problems:
+        log.warning("layout: %s", problem)
