@@ -13,6 +13,7 @@ from skilleval.report.front import compact_main_table, front_page
 from skilleval.report.layout import (
     FloatLabel,
     check_layout,
+    figure_scale_problems,
     first_references,
     log_problems,
     order_problems,
@@ -84,6 +85,21 @@ def test_log_problems_name_each_kind() -> None:
         "label tab:x defined twice",
         "reference fig:y undefined",
         "Float too large for page by 20.0pt on input line 30.",
+    ]
+
+
+def test_a_figure_shrunk_below_its_drawn_width_is_reported() -> None:
+    log = (
+        "<figures/wide.pdf, id=1, 500.0pt x 300.0pt>\n"
+        "Package pdftex.def Info: figures/wide.pdf  used on input line 38.\n"
+        "(pdftex.def)             Requested size: 375.0pt x 225.0pt.\n"
+        "<figures/fits.pdf, id=2, 100.0pt x 100.0pt>\n"
+        "Package pdftex.def Info: figures/fits.pdf  used on input line 40.\n"
+        "(pdftex.def)             Requested size: 98.0pt x 98.0pt.\n"
+    )
+    assert figure_scale_problems(log) == [
+        "figures/wide.pdf prints at 75% of its drawn width, so 7 pt text in it prints at "
+        "5.2 pt: draw it at the width it prints at"
     ]
 
 

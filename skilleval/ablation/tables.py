@@ -13,7 +13,7 @@ import pandas as pd
 
 from skilleval.ablation.plan import PlannedRun, group_rows, load_matrix, plan, run_files
 from skilleval.ablation.records import AblationAudit, AblationSummary
-from skilleval.report.figures import save_pdf
+from skilleval.report.figures import PAPER_FONTS, save_pdf
 from skilleval.report.latex import environment, latex_escape
 from skilleval.report.writer import Section, write_table_set
 
@@ -201,7 +201,7 @@ def benchmark_colours(matrix: dict[str, Any]) -> dict[str, Any]:
 
 
 PANEL_INCHES = (1.6, 1.6)  # a quarter of the paper's 6.5 in text width: 7 pt text on the page
-FIGURE_FONTS: Any = {"font.size": 7, "axes.titlesize": 7.5, "legend.fontsize": 7}
+PANEL_FONTS: Any = {**PAPER_FONTS, "font.size": 7, "axes.labelsize": 7, "axes.titlesize": 7.5}
 
 
 def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> None:
@@ -217,7 +217,7 @@ def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> No
     spec = matrix["groups"][group]
     values = list(spec["values"])
     colours = benchmark_colours(matrix)
-    with plt.rc_context(FIGURE_FONTS):
+    with plt.rc_context(PANEL_FONTS):
         fig, ax = plt.subplots(figsize=PANEL_INCHES, layout="constrained")
         for bench in spec["benchmarks"]:
             frame = ablation_rows(bench, matrix, planned, files, groups=[group])
@@ -255,7 +255,7 @@ def benchmark_legend(matrix_path: str, out_pdf: str) -> None:
 
     colours = benchmark_colours(load_matrix(matrix_path))
     handles = [Line2D([], [], color=c, marker="o", ms=3, label=b) for b, c in colours.items()]
-    with plt.rc_context(FIGURE_FONTS):
+    with plt.rc_context(PANEL_FONTS):
         columns = min(len(handles), 5)
         rows = -(-len(handles) // columns)
         fig = plt.figure(figsize=(6.3, 0.1 + 0.16 * rows))

@@ -19,7 +19,7 @@ from skilleval.checkpoints.layout import TensorEntry
 from skilleval.checkpoints.tensors import chunks
 from skilleval.errors import CheckpointError
 from skilleval.provenance.record import provenance
-from skilleval.report.figures import save_figure
+from skilleval.report.figures import PAPER_FONTS, save_figure
 from skilleval.storage.records import write_record
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -156,13 +156,13 @@ def weight_change_figure(
         if row.get("layer") is not None and row["relative_l2"] is not None:
             by_layer.setdefault(row["layer"], []).append(row["relative_l2"])
     layers = sorted(by_layer)
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    ax.bar(layers, [float(np.mean(by_layer[i])) for i in layers], color="tab:purple")
-    ax.set_xlabel("layer")
-    ax.set_ylabel("mean relative L2 change")
-    ax.set_title(f"Where training changed the model ({names[1]} vs {names[0]})")
-    fig.tight_layout()
-    save_figure(fig, out_pdf, out_png)
+    with plt.rc_context(PAPER_FONTS):
+        fig, ax = plt.subplots(figsize=(4.0, 2.5), layout="constrained")
+        ax.bar(layers, [float(np.mean(by_layer[i])) for i in layers], color="tab:purple")
+        ax.set_xlabel("layer")
+        ax.set_ylabel("mean relative L2 change")
+        ax.set_title(f"Where training changed the model\n({names[1]} vs {names[0]})")
+        save_figure(fig, out_pdf, out_png)
 
 
 def build_weight_diff(

@@ -9,6 +9,18 @@ from typing import Any
 from skilleval.analysis.records import GateBeta, Verdict
 from skilleval.storage.records import read_record
 
+# Every paper figure is drawn at the width it prints at (the PDF includes it at its natural
+# size, and the layout check flags any figure shrunk below 95%), so these sizes are the
+# sizes on the page: no text below 7 pt.
+PAPER_FONTS: Any = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "legend.fontsize": 7,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+}
+
 
 def save_pdf(fig: Any, out_pdf: str) -> None:
     Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
@@ -38,10 +50,26 @@ def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: 
         "descriptive": "tab:blue",
         "invalid": "black",
     }
-    fig, ax = plt.subplots(figsize=(7, 0.55 * len(rows) + 1.4), layout="constrained")
+    with plt.rc_context(PAPER_FONTS):
+        fig, ax = plt.subplots(figsize=(5.2, 0.35 * len(rows) + 1.2), layout="constrained")
+        draw_forest(ax, rows, colours, title)
+        handles, labels = ax.get_legend_handles_labels()
+        unique = dict(zip(labels, handles, strict=True))
+        # Outside the axes, so the legend can never cover a point or an interval.
+        fig.legend(
+            unique.values(),
+            unique.keys(),
+            loc="outside lower center",
+            ncol=max(len(unique), 1),
+            frameon=False,
+        )
+        save_figure(fig, out_pdf, out_png)
+
+
+def draw_forest(ax: Any, rows: list[Any], colours: Mapping[str, str], title: str) -> None:
     for y, row in enumerate(reversed(rows)):
         if row.estimate is None or row.ci_low is None or row.ci_high is None:
-            ax.text(0, y, f"{row.name}: invalid", va="center", ha="center", fontsize=8)
+            ax.text(0, y, f"{row.name}: invalid", va="center", ha="center")
             continue
         err = [[row.estimate - row.ci_low], [row.ci_high - row.estimate]]
         ax.errorbar(
@@ -60,18 +88,6 @@ def forest_plot(verdicts: Mapping[str, str], out_pdf: str, out_png: str, title: 
     interval = f", {confidence:.0%} CI" if confidence is not None else ""
     ax.set_xlabel(f"Delta reward (treatment - control){interval}")
     ax.set_title(title)
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    # Outside the axes, so the legend can never cover a point or an interval.
-    fig.legend(
-        unique.values(),
-        unique.keys(),
-        loc="outside lower center",
-        ncol=max(len(unique), 1),
-        fontsize=8,
-        frameon=False,
-    )
-    save_figure(fig, out_pdf, out_png)
 
 
 def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_png: str) -> None:
@@ -92,29 +108,30 @@ def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_pn
     )
     chunks = sorted(beta.chunks, key=lambda c: -c["beta"])
     xs = range(len(chunks))
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    ax.errorbar(
-        xs,
-        [c["beta"] for c in chunks],
-        yerr=[2 * c["standard_error"] for c in chunks],
-        fmt="o",
-        capsize=3,
-        label="Gate A beta (2 SE)",
-    )
-    if truth:
-        ax.scatter(
+    with plt.rc_context(PAPER_FONTS):
+        fig, ax = plt.subplots(figsize=(6.0, 3.2), layout="constrained")
+        ax.errorbar(
             xs,
-            [truth[c["chunk_id"]] for c in chunks],
-            marker="x",
-            color="tab:red",
-            zorder=3,
-            label="true effect (default world)",
+            [c["beta"] for c in chunks],
+            yerr=[2 * c["standard_error"] for c in chunks],
+            fmt="o",
+            capsize=3,
+            label="Gate A beta (2 SE)",
         )
-    ax.axhline(0, color="black", linewidth=0.8, linestyle="--")
-    ax.set_xticks(list(xs))
-    ax.set_xticklabels([c["chunk_id"] for c in chunks], rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("effect on reward")
-    ax.set_title("Draft chunks ranked by signed beta")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, out_pdf, out_png)
+        if truth:
+            ax.scatter(
+                xs,
+                [truth[c["chunk_id"]] for c in chunks],
+                marker="x",
+                color="tab:red",
+                zorder=3,
+                label="true effect (default world)",
+            )
+        ax.axhline(0, color="black", linewidth=0.8, linestyle="--")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([c["chunk_id"] for c in chunks], rotation=60, ha="right")
+        ax.set_ylabel("effect on reward")
+        ax.set_title("Draft chunks ranked by signed beta")
+        # Outside the axes, so the legend can never cover a point or an error bar.
+        fig.legend(loc="outside lower center", ncol=2, frameon=False)
+        save_figure(fig, out_pdf, out_png)

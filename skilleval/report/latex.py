@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -55,7 +56,14 @@ def compile_pdf(main_tex: str, output: str, build_dir: str) -> Path:
         else ["pdflatex", *options, Path(main_tex).name]
     )
     for _ in range(1 if engine == "latexmk" else 2):
-        done = subprocess.run(command, cwd=Path(main_tex).parent, capture_output=True, text=True)
+        done = subprocess.run(
+            command,
+            cwd=Path(main_tex).parent,
+            capture_output=True,
+            text=True,
+            # Unwrapped log lines, so the layout check reads every message whole.
+            env={**os.environ, "max_print_line": "100000"},
+        )
         if done.returncode != 0:
             raise SkillevalError(f"{engine} failed on {main_tex}:\n{done.stdout[-2000:]}")
     produced = build / (Path(main_tex).stem + ".pdf")

@@ -20,6 +20,15 @@ LOG_PROBLEMS = (
     (re.compile(r"LaTeX Warning: (Float too large[^\n]*)"), "{0}"),
     (re.compile(r"LaTeX Error: (Float\(s\) lost)"), "{0}"),
 )
+# A figure's natural size (first use) and the size each use prints it at (pdftex's log).
+FIGURE_NATURAL = re.compile(r"<([^<>,\s]+\.pdf), id=\d+, ([\d.]+)pt x [\d.]+pt>")
+FIGURE_PRINTED = re.compile(
+    r"Package pdftex\.def Info: (\S+) +used on input line \d+\.\s*\n"
+    r"\(pdftex\.def\) +Requested size: ([\d.]+)pt x"
+)
+# Figures are drawn at their printed width with no text below 7 pt; shrinking one by more
+# than this would print its text below 7 pt (beyond rounding of the widths).
+MIN_FIGURE_SCALE = 0.95
 log = logging.getLogger(__name__)
 KIND_NAMES = {"tab": "Table", "fig": "Figure"}
 
@@ -80,6 +89,19 @@ def log_problems(log_text: str) -> list[str]:
     return problems
 
 
+def figure_scale_problems(log_text: str) -> list[str]:
+    natural = {name: float(width) for name, width in FIGURE_NATURAL.findall(log_text)}
+    problems = []
+    for name, printed in FIGURE_PRINTED.findall(log_text):
+        if name in natural and float(printed) < MIN_FIGURE_SCALE * natural[name]:
+            scale = float(printed) / natural[name]
+            problems.append(
+                f"{name} prints at {scale:.0%} of its drawn width, so 7 pt text in it prints "
+                f"at {7 * scale:.1f} pt: draw it at the width it prints at"
+            )
+    return problems
+
+
 def page_problems(page_texts: list[str], kinds: dict[int, str]) -> list[str]:
     problems = []
     for page, text in enumerate(page_texts, start=1):
@@ -126,7 +148,8 @@ def check_layout(pdf: Path, build_dir: Path, jobname: str = "main") -> LayoutRep
     kinds = read_page_kinds(kinds_record) if kinds_record.exists() else {}
     floats = read_labels((build_dir / f"{jobname}.aux").read_text(errors="replace"))
     first = first_references(page_texts)
-    problems = log_problems((build_dir / f"{jobname}.log").read_text(errors="replace"))
+    log_text = (build_dir / f"{jobname}.log").read_text(errors="replace")
+    problems = log_problems(log_text) + figure_scale_problems(log_text)
     problems += page_problems(page_texts, kinds)
     problems += order_problems(floats, first)
     return LayoutReport(str(pdf), len(page_texts), kinds, floats, first, problems)
