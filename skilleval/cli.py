@@ -148,14 +148,33 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
     config, root = _config(args)
     mode = "delete" if args.delete else "archive" if args.archive else "list"
-    paths = clean_run(args.run, config, root, mode)
+    containers = _clean_containers(args.run, config, mode)
+    try:
+        paths = clean_run(args.run, config, root, mode)
+    except SkillevalError:
+        if not containers:
+            raise
+        paths = []
     verb = {
         "list": "would remove (pass --archive or --delete)",
         "archive": "archived",
         "delete": "deleted",
     }[mode]
-    print(f"{verb}: " + ", ".join(str(p) for p in paths))
+    print(f"{verb}: " + ", ".join([*(str(p) for p in paths), *containers]))
     return 0
+
+
+def _clean_containers(run: str, config: dict[str, Any], mode: str) -> list[str]:
+    """The run's model-server containers whose job is gone (docker mode only): listed, or
+    removed in either mode that acts, since a container is no evidence to archive."""
+    if config["backends"].get("model_server") != "docker":
+        return []
+    from skilleval.serving.containers import docker_client, leftovers, remove_leftovers
+
+    client = docker_client()
+    if mode == "list":
+        return [f"container {c.name}" for c in leftovers(client, run)]
+    return [f"container {name}" for name in remove_leftovers(client, run)]
 
 
 def cmd_checkpoint_audit(args: argparse.Namespace) -> int:

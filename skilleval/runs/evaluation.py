@@ -27,7 +27,7 @@ from skilleval.runs.records import RunSummary
 from skilleval.runs.resolve import ResolvedRun, resolve
 from skilleval.runs.rollout import EpisodeResult, run_episode
 from skilleval.runs.runner import EpisodeFn, RetryPolicy, RunStats, run_episodes
-from skilleval.serving.gpu import allowed_devices, cards_for, gpu_lease
+from skilleval.serving.gpu import cards_for, job_lease
 from skilleval.serving.outage import RetryLedger
 from skilleval.storage import atomic
 
@@ -70,11 +70,10 @@ def _launched(
 ) -> Iterator[None]:
     from skilleval.serving.launcher import launched_server
 
-    allowed, protected = allowed_devices()
     port = urlparse(server["base_url"]).port or 30000
-    with gpu_lease(cards_for(kind, server), allowed, protected=protected) as lease:
+    with job_lease(cards_for(kind, server)) as lease:
         log.info("run %s: GPUs %s leased for the model server", run, lease.visible_devices)
-        with launched_server(kind, checkpoint_path, server, lease.visible_devices, port):
+        with launched_server(kind, run, checkpoint_path, server, lease.visible_devices, port):
             yield
 
 

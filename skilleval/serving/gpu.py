@@ -137,17 +137,45 @@ def visible_devices(lease: GpuLease) -> Iterator[None]:
 
 
 def allowed_devices() -> tuple[list[int], list[int]]:
-    """(allowed, protected) for this job.
+    """(allowed, protected) on a GPU host: the profile's gpu_devices resource (exported as
+    SKILLEVAL_GPU_DEVICES) lists the cards jobs may lease; GPU 0 stays protected."""
+    return parse_devices(os.environ.get("SKILLEVAL_GPU_DEVICES", "")), [0]
 
-    On a GPU host the profile's gpu_devices resource (exported as SKILLEVAL_GPU_DEVICES)
-    lists the cards jobs may use and GPU 0 stays protected. Under a scheduler (SLURM)
-    that already assigned cards through CUDA_VISIBLE_DEVICES, those cards are the set.
-    """
-    host = os.environ.get("SKILLEVAL_GPU_DEVICES", "")
-    if host:
-        return parse_devices(host), [0]
-    assigned = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    return parse_devices(assigned), []
+
+def scheduler_cards() -> list[int] | None:
+    """The cards a scheduler (SLURM) assigned to this job, or None outside one.
+
+    SLURM gives a job its cards exclusively and exports them in CUDA_VISIBLE_DEVICES,
+    renumbered from 0 where it confines devices. They are used as given: host-wide lock
+    files keyed by those numbers would make two jobs on one node wait for each other."""
+    if "SLURM_JOB_ID" not in os.environ or os.environ.get("SKILLEVAL_GPU_DEVICES"):
+        return None
+    return parse_devices(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+
+
+@contextlib.contextmanager
+def job_lease(count: int) -> Iterator[GpuLease]:
+    """This job's cards: the scheduler's, or leased from the host's allowed set."""
+    assigned = scheduler_cards()
+    if assigned is None:
+        allowed, protected = allowed_devices()
+        with gpu_lease(count, allowed, protected=protected) as lease:
+            yield lease
+        return
+    if count > len(assigned):
+        raise GpuLeaseError(
+            f"job asks for {count} GPU(s) but SLURM job {os.environ['SLURM_JOB_ID']} was "
+            f"given {len(assigned)} (CUDA_VISIBLE_DEVICES={assigned}); submit it with the "
+            "rule's gpu resource as --gpus"
+        )
+    lease = GpuLease(tuple(assigned[:count]), time.time(), 0.0)
+    log.info(
+        "GPU lease: devices %s assigned by SLURM job %s (SLURM_JOB_GPUS=%s)",
+        lease.visible_devices,
+        os.environ["SLURM_JOB_ID"],
+        os.environ.get("SLURM_JOB_GPUS") or os.environ.get("SLURM_STEP_GPUS", "unset"),
+    )
+    yield lease
 
 
 def export_allowed(gpu_devices: object) -> None:

@@ -23,6 +23,14 @@ import httpx
 
 from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
+from skilleval.serving.containers import (
+    check_cards_free,
+    container_labels,
+    container_spec,
+    docker_client,
+    remove_leftovers,
+    running_container,
+)
 from skilleval.serving.service import server_root
 
 log = logging.getLogger(__name__)
@@ -79,7 +87,7 @@ def wait_healthy(base_url: str, timeout_s: float, alive: Any) -> None:
 
 @contextlib.contextmanager
 def launched_server(
-    kind: str, weights: str, server: Mapping[str, Any], gpus: str, port: int
+    kind: str, run: str, weights: str, server: Mapping[str, Any], gpus: str, port: int
 ) -> Iterator[None]:
     """Start sglang on the leased GPUs, wait for health, stop it and its children after."""
     launch = server["launch"]
@@ -97,32 +105,28 @@ def launched_server(
         finally:
             stop_process_group(process)
     elif kind == "docker":
-        import docker  # lazy: only GPU hosts that serve through docker need the SDK
-
-        client = docker.from_env()
+        client = docker_client()
+        remove_leftovers(client)
+        check_cards_free(client, gpus)
         weights_dir = str(model_dir(weights).resolve())
-        container = client.containers.run(
-            launch["image"],
-            ["python3", "-m", "sglang.launch_server", *arguments],
-            detach=True,
-            network_mode="host",
-            ipc_mode="host",
-            volumes={weights_dir: {"bind": weights_dir, "mode": "ro"}},
-            device_requests=[
-                docker.types.DeviceRequest(device_ids=gpus.split(","), capabilities=[["gpu"]])
-            ],
+        spec = container_spec(
+            launch, arguments, weights_dir, gpus, container_labels(run, gpus, port)
         )
-        log.info("model server container %s on GPUs %s", container.short_id, gpus)
-        try:
-            wait_healthy(
-                base_url,
-                launch["startup_timeout_s"],
-                lambda: container.reload() or container.status != "exited",
+        with running_container(client, spec) as container:
+            log.info(
+                "model server container %s (image %s) on GPUs %s, device requests %s",
+                container.name,
+                launch["image"],
+                gpus,
+                [r.get("DeviceIDs") for r in spec["device_requests"]] or "none",
             )
+
+            def alive() -> bool:
+                container.reload()
+                return bool(container.status != "exited")
+
+            wait_healthy(base_url, launch["startup_timeout_s"], alive)
             yield
-        finally:
-            container.stop(timeout=30)
-            container.remove(force=True)
     else:
         raise ServiceError(f"cannot launch a model server of kind {kind!r}")
 
