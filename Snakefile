@@ -36,6 +36,38 @@ include: "rules/ablation.smk"
 include: "rules/paper.smk"
 
 
+# On a cluster (profiles/slurm) only the rules that serve or train a model, or read whole
+# checkpoints, are submitted: the rest take seconds on files already at hand, where a cluster
+# job costs a queue wait and a Snakemake start of its own.
+localrules:
+    world_tasks,
+    world_checkpoint,
+    world_bank,
+    world_ground_truth,
+    gate_design,
+    gate_beta,
+    gate_truth_check,
+    gate_experiment_b,
+    freeze_bank,
+    contrast,
+    verdict,
+    ablation_split,
+    ablation_table,
+    harness_table,
+    ablation_figure,
+    benchmark_legend,
+    paper_notice,
+    paper_ablation_section,
+    paper_main_table,
+    paper_forest_plot,
+    report_front,
+    paper_ranking_table,
+    paper_beta_plot,
+    paper,
+    paper_pdf,
+    all,
+
+
 # Every rule's code fingerprint is computed by now; keep them for the next start.
 CODE_CACHE.save()
 

@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,10 @@ from skilleval.config.plan import WorkflowPlan
 from skilleval.runs.inputs import RunInputs
 from skilleval.world.design import world_design
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
+from tests.engine_docker import DockerEngine
+from tests.engine_docker import missing_engine as docker_missing
+from tests.engine_slurm import SlurmCluster
+from tests.engine_slurm import missing_engine as slurm_missing
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_PARTS = ("Snakefile", "rules", "scripts", "config", "envs", "profiles", "report", "paper")
@@ -106,3 +111,25 @@ def dry_run_outputs(workdir: Path, *args: str) -> dict[str, set[str]]:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """One SLURM cluster for the session (tests marked slurm), stopped by PID at the end."""
+    reason = slurm_missing()
+    if reason:
+        pytest.skip(reason)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm")).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEngine]:
+    """One Docker engine and test-server image for the session (tests marked docker)."""
+    reason = docker_missing()
+    if reason:
+        pytest.skip(reason)
+    engine = DockerEngine(tmp_path_factory.mktemp("docker")).start()
+    yield engine
+    engine.stop()

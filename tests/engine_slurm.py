@@ -1,9 +1,11 @@
 """A one-node SLURM cluster with accounting, started from the Debian packages for tests.
 
-Everything lives in one directory: configs, state, logs, the munge key and socket, the
-MariaDB data and the fake GPU device files. Clients find it through SLURM_CONF, so nothing
-is written to /etc and a Snakemake started without SLURM_CONF never sees it. Each daemon
-is stopped by the PID it was started with, never by name.
+State, logs, the munge key, the MariaDB data and the fake GPU device files live in one
+directory. The configs must also be in /etc/slurm: Snakemake's SLURM job-step executor
+drops every SLURM_* variable (SLURM_CONF included) before its inner srun, which then finds
+only the default path. They are written there only if no other cluster's config is, marked
+as the test cluster's, and removed when it stops. Each daemon is stopped by the PID it was
+started with, never by name.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ CLUSTER = "skilleval"
 PARTITION = "skilleval-test"
 ACCOUNT = "skilleval-lab"
 GPUS = 4
+CONF_DIR = Path("/etc/slurm")
+CONF_FILES = ("slurm.conf", "gres.conf", "slurmdbd.conf")
+MARK = "# skilleval test cluster: written and removed by tests/engine_slurm.py\n"
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
 
 
@@ -34,6 +39,9 @@ def missing_engine() -> str | None:
     absent = [tool for tool in (*DAEMONS, *CLIENTS) if shutil.which(tool) is None]
     if absent:
         return f"SLURM engine not installed ({', '.join(absent)} missing): run .ci/install-engines"
+    existing = CONF_DIR / "slurm.conf"
+    if existing.exists() and not existing.read_text().startswith(MARK):
+        return f"{existing} belongs to another SLURM cluster; the test cluster will not replace it"
     return None
 
 
@@ -52,10 +60,13 @@ class SlurmCluster:
 
     @property
     def conf(self) -> Path:
-        return self.root / "slurm.conf"
+        return CONF_DIR / "slurm.conf"
 
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, check=check)
+
+    def answers(self, *argv: str) -> bool:
+        return self.run(*argv, check=False).returncode == 0
 
     def start(self) -> SlurmCluster:
         try:
@@ -73,8 +84,10 @@ class SlurmCluster:
         db_socket = self._start_mariadb()
         ports = {name: free_port() for name in ("ctld", "slurmd", "dbd")}
         self._write_configs(db_socket, ports)
-        self._spawn("slurmdbd", "-D")  # reads slurmdbd.conf beside SLURM_CONF
-        self._wait(lambda: self.run("sacctmgr", "-n", "list", "cluster", check=False).returncode == 0)
+        self._spawn("slurmdbd", "-D")  # reads slurmdbd.conf beside slurm.conf
+        self._wait(
+            lambda: self.run("sacctmgr", "-n", "list", "cluster", check=False).returncode == 0
+        )
         self.run("sacctmgr", "-i", "add", "cluster", CLUSTER)
         self.run("sacctmgr", "-i", "add", "account", ACCOUNT, f"Cluster={CLUSTER}")
         self.run("sacctmgr", "-i", "add", "user", "root", f"Account={ACCOUNT}")
@@ -107,7 +120,7 @@ class SlurmCluster:
         """Slurm's clients reach munge only through its default socket (sacctmgr ignores
         AuthInfo), so a munged already answering there is used; otherwise one is started
         on it with a key of its own, and removed with the cluster."""
-        if self.run("munge", "-n", check=False).returncode == 0:
+        if self.answers("munge", "-n"):
             return
         munge = self.root / "munge"
         key = munge / "munge.key"
@@ -124,7 +137,7 @@ class SlurmCluster:
             f"--seed-file={munge / 'munge.seed'}",
             f"--log-file={self.root / 'log' / 'munged.log'}",
         )
-        self._wait(lambda: self.run("munge", "-n", check=False).returncode == 0)
+        self._wait(lambda: self.answers("munge", "-n"))
 
     def _start_mariadb(self) -> Path:
         data = self.root / "db" / "data"
@@ -159,8 +172,9 @@ class SlurmCluster:
             device = self.root / "dev" / f"nvidia{index}"
             if not device.exists():
                 os.mknod(device, 0o666 | 0o020000, os.makedev(195, index))
+        CONF_DIR.mkdir(parents=True, exist_ok=True)
         self.conf.write_text(
-            f"""ClusterName={CLUSTER}
+            f"""{MARK}ClusterName={CLUSTER}
 SlurmctldHost={self.node}(127.0.0.1)
 SlurmctldPort={ports["ctld"]}
 SlurmdPort={ports["slurmd"]}
@@ -185,17 +199,18 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort={ports["dbd"]}
 AccountingStorageTRES=gres/gpu
+AccountingStoreFlags=job_comment
 JobAcctGatherType=jobacct_gather/none
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory=4000 Gres=gpu:{GPUS} State=UNKNOWN
+NodeName={self.node} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory=4000 Gres=gpu:{GPUS}
 PartitionName={PARTITION} Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
 """
         )
-        (self.root / "gres.conf").write_text(
-            f"AutoDetect=off\nName=gpu File={self.root / 'dev'}/nvidia[0-{GPUS - 1}]\n"
+        (CONF_DIR / "gres.conf").write_text(
+            f"{MARK}AutoDetect=off\nName=gpu File={self.root / 'dev'}/nvidia[0-{GPUS - 1}]\n"
         )
-        dbd = self.root / "slurmdbd.conf"
+        dbd = CONF_DIR / "slurmdbd.conf"
         dbd.write_text(
-            f"""AuthType=auth/munge
+            f"""{MARK}AuthType=auth/munge
 DbdHost=localhost
 DbdAddr=127.0.0.1
 DbdPort={ports["dbd"]}
@@ -222,3 +237,7 @@ StorageLoc=slurm_acct_db
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        for name in CONF_FILES:
+            path = CONF_DIR / name
+            if path.exists() and path.read_text().startswith(MARK):
+                path.unlink()

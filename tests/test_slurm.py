@@ -1,0 +1,122 @@
+"""The graph on a real SLURM cluster: a slice of the paper (world, two runs that each ask
+for two GPUs, one contrast, the main table) through a site copy of profiles/slurm."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from skilleval.config.loading import merge
+from tests.conftest import REPO, copy_workflow, load_default_config
+from tests.engine_slurm import ACCOUNT, PARTITION, SlurmCluster, free_port
+
+pytestmark = pytest.mark.slurm
+GPU_RUNS = ("base-free", "base-S0")
+CARDS_PER_RUN = 2
+
+
+def stand_in_protocol(protocol: dict[str, Any], world: Path) -> None:
+    """sglang's place taken by the project's test server (same flags), on loopback ports."""
+    model_port, env_port = free_port(), free_port()
+    protocol["environment"]["url"] = f"http://127.0.0.1:{env_port}"
+    server = protocol["model_server"]
+    server.update(base_url=f"http://127.0.0.1:{model_port}/v1", tp=1, dp_size=CARDS_PER_RUN)
+    server["launch"] = {
+        "command": [
+            sys.executable,
+            "-m",
+            "skilleval.cli",
+            "serve-world",
+            "--world-dir",
+            str(world),
+            "--env-port",
+            str(env_port),
+        ],
+        "image": "unused",
+        "startup_timeout_s": 120,
+    }
+
+
+def slice_workflow(workdir: Path) -> None:
+    """The small world, only the runs and contrast of the slice, served through process."""
+    small = yaml.safe_load((REPO / "tests" / "data" / "small.yaml").read_text())
+    config = merge(load_default_config(), small)
+    config["ablation"] = load_default_config()["ablation"]  # not the planted matrix
+    config["runs"] = {name: config["runs"][name] for name in (*GPU_RUNS, "base-val-free")}
+    config["contrasts"] = {"s0-gain": config["contrasts"]["s0-gain"]}
+    config["backends"] = {"policy": "openai", "environment": "http", "model_server": "process"}
+    stand_in_protocol(config["protocols"]["local-sglang"], workdir / "results" / "world")
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    site = workdir / "profiles" / "site"
+    shutil.copytree(workdir / "profiles" / "slurm", site)
+    profile = yaml.safe_load((site / "config.yaml").read_text())
+    profile["default-resources"].update(
+        slurm_partition=PARTITION, slurm_account=ACCOUNT, mem_mb=500, runtime=10, cpus_per_task=1
+    )
+    profile["config"]["backends"] = config["backends"]
+    # The plugin's first status check waits 40 s by default, sized for busy clusters.
+    profile["slurm-init-seconds-before-status-checks"] = 2
+    (site / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+
+
+def cluster_jobs(cluster: SlurmCluster, expected: int) -> list[dict[str, str]]:
+    """Jobs sacct recorded, waiting briefly for slurmdbd to catch up."""
+    fields = ("JobID", "Comment", "AllocTRES", "State", "Account", "Partition")
+    deadline = time.monotonic() + 60
+    while True:
+        out = cluster.run("sacct", "-X", "-P", "-n", "-o", ",".join(fields)).stdout
+        jobs = [dict(zip(fields, line.split("|"), strict=True)) for line in out.splitlines()]
+        if len(jobs) >= expected or time.monotonic() > deadline:
+            return jobs
+        time.sleep(1)
+
+
+def test_a_paper_slice_builds_on_the_cluster_with_the_cards_it_asked_for(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    workdir = copy_workflow(tmp_path)
+    slice_workflow(workdir)
+    before = {j["JobID"] for j in cluster_jobs(slurm_cluster, 0)}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--profile", "profiles/site", "paper/tables/main.tex"],
+        cwd=workdir,
+        env=slurm_cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    wall = time.monotonic() - started
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-6000:]
+    print(f"SLURM slice: {wall:.1f} s wall; cluster up in {slurm_cluster.started_s:.1f} s")
+
+    jobs = [j for j in cluster_jobs(slurm_cluster, len(before) + 3) if j["JobID"] not in before]
+    # To the cluster went the GPU runs and the audit that reads the checkpoint they serve;
+    # the world, the contrast, its verdict and the table ran here as localrules.
+    assert sorted(j["Comment"] for j in jobs) == sorted(
+        [
+            *(f"rule_eval_run_wildcards_{run}" for run in GPU_RUNS),
+            "rule_audit_checkpoint_wildcards_qwen35-4b-base-hf",
+        ]
+    )
+    for job in jobs:
+        assert job["State"] == "COMPLETED", job
+        assert (job["Account"], job["Partition"]) == (ACCOUNT, PARTITION)
+        if not job["Comment"].startswith("rule_eval_run"):
+            assert "gres/gpu" not in job["AllocTRES"], job
+            continue
+        assert f"gres/gpu={CARDS_PER_RUN}" in job["AllocTRES"], job
+        run = job["Comment"].rsplit("_", 1)[1]
+        log = (workdir / "results" / "logs" / "runs" / f"{run}.log").read_text()
+        # The run used exactly the cards SLURM gave its job, and says so.
+        assert f"devices 0,1 assigned by SLURM job {job['JobID']}" in log, log[-2000:]
+        assert (workdir / "results" / "runs" / run / "summary.json").exists()
+    assert (workdir / "results" / "verdicts" / "s0-gain.json").exists()
+    assert "s0-gain" in (workdir / "paper" / "tables" / "main.tex").read_text()
