@@ -9,6 +9,14 @@ from collections.abc import Iterator
 
 from skilleval.errors import SkillevalError
 
+# Libraries that log every HTTP request at INFO (httpx2 is the copy of httpx that openai
+# ships): one line per request would bury a run's progress lines. Their warnings still show.
+CHATTY_LIBRARIES = frozenset({"httpx", "httpx2", "httpcore", "openai", "docker", "urllib3"})
+
+
+def quiet_libraries(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or record.name.split(".")[0] not in CHATTY_LIBRARIES
+
 
 @contextlib.contextmanager
 def logged(path: str, level: int = logging.INFO) -> Iterator[logging.Logger]:
@@ -18,6 +26,7 @@ def logged(path: str, level: int = logging.INFO) -> Iterator[logging.Logger]:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         root = logging.getLogger()
         root.addHandler(handler)
+        handler.addFilter(quiet_libraries)
         root.setLevel(level)
         try:
             yield root

@@ -118,11 +118,14 @@ class DockerEngine:
             return False
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        # dockerd leaves its default network namespace mounted under exec-root.
+        mounted = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
+        for point in sorted((m for m in mounted if m.startswith(f"{self.root}/")), reverse=True):
+            subprocess.run(["umount", point], check=False)

@@ -28,12 +28,14 @@ OWNER = f"{LABEL}.owner"
 
 
 def process_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (/proc/PID/stat field 22)."""
+    """The live process's start time in clock ticks since boot (/proc/PID/stat field 22);
+    None when there is no such process or only its zombie (killed, not yet reaped)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    state, *fields = stat.rsplit(")", 1)[1].split()
+    return None if state in ("Z", "X") else fields[18]
 
 
 def owner_token(pid: int | None = None) -> str:

@@ -55,9 +55,10 @@ def model_flags(
 
 
 def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list[str]:
+    # Absolute: a container starts in its own working directory, not the workflow's.
     return [
         *model_flags(
-            str(model_dir(weights)),
+            str(model_dir(weights).resolve()),
             server["tp"],
             server["dp_size"],
             server["tool_call_parser"],
@@ -125,7 +126,13 @@ def launched_server(
                 container.reload()
                 return bool(container.status != "exited")
 
-            wait_healthy(base_url, launch["startup_timeout_s"], alive)
+            try:
+                wait_healthy(base_url, launch["startup_timeout_s"], alive)
+            except ServiceError as error:
+                output = container.logs(tail=40).decode(errors="replace").strip()
+                raise ServiceError(
+                    f"{error}\ncontainer {container.name} said:\n{output or '(nothing)'}"
+                ) from error
             yield
     else:
         raise ServiceError(f"cannot launch a model server of kind {kind!r}")
