@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from skilleval.config.checks import validate_config
-from skilleval.config.loading import load_config_file
+from skilleval.config.checks import declared_files, validate_config
+from skilleval.config.loading import config_sources, load_config_file, merged_config
 from skilleval.config.schema import load_schema
 from skilleval.errors import ConfigError
-from tests.conftest import load_default_config, snakemake
+from tests.conftest import REPO, load_default_config, snakemake
 
 
 def invalid(mutate: Any) -> ConfigError:
@@ -23,6 +23,20 @@ def invalid(mutate: Any) -> ConfigError:
 
 def test_default_config_is_valid() -> None:
     validate_config(load_default_config(), "config/config.yaml")
+
+
+def test_the_real_path_example_is_a_valid_overlay() -> None:
+    files = ["config/config.yaml", "config/examples/real-path.yaml"]
+    config = merged_config(REPO / f for f in files)
+    validate_config(config, config_sources(REPO / f for f in files))
+    assert config["backends"] == {
+        "policy": "openai",
+        "environment": "http",
+        "model_server": "process",
+    }
+    named = dict(declared_files(config))
+    assert named["checkpoints.base.path"].endswith("model.safetensors.index.json")
+    assert all(named[f"banks.{b}.path"].startswith("/data/") for b in ("S0", "ST", "draft16"))
 
 
 @pytest.mark.parametrize("name", ["config", "ablation"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from skilleval.errors import GpuLeaseError
-from skilleval.serving.gpu import check_requests, gpu_lease, parse_devices
+from skilleval.serving.gpu import check_requests, gpu_lease, job_lease, parse_devices
 from tests.conftest import REPO
 
 
@@ -151,3 +151,31 @@ def test_torch_sees_exactly_the_leased_card(tmp_path: Path) -> None:
     seen = json.loads(output.read_text())
     assert seen["device_count"] == 1
     assert seen["CUDA_VISIBLE_DEVICES"] != "0" or count == 1
+
+
+def test_under_slurm_a_job_uses_the_cards_slurm_assigned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No lock files: SLURM's ids are per job (renumbered from 0), so two jobs on one node
+    may both see card 0; locking by those ids would make them wait for each other."""
+    monkeypatch.delenv("SKILLEVAL_GPU_DEVICES", raising=False)
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+
+    def no_locks(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a SLURM job took host-wide GPU locks")
+
+    monkeypatch.setattr("skilleval.serving.gpu.gpu_lease", no_locks)
+    with job_lease(2) as first, job_lease(2) as second:
+        assert first.devices == second.devices == (0, 1)
+    with pytest.raises(GpuLeaseError, match="SLURM job 42 was given 2"), job_lease(3):
+        pass
+
+
+def test_outside_slurm_a_job_leases_from_the_profiles_cards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    monkeypatch.setenv("SKILLEVAL_GPU_DEVICES", "0-2")
+    with job_lease(2) as lease:
+        assert 0 not in lease.devices and len(lease.devices) == 2
