@@ -65,6 +65,13 @@ def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:
     return replace((plan := WorkflowPlan(config)).run_inputs(plan.runs[run]), **changes)
 
 
+def stand_in_server(world: Path, env_port: int, *options: str) -> list[str]:
+    """The command that takes sglang's place: the project's test server for ``world`` (model
+    and environment), taking sglang's flags, which the launcher appends."""
+    command = [sys.executable, "-m", "skilleval.cli", "serve-world", "--world-dir", str(world)]
+    return [*command, "--env-port", str(env_port), *options]
+
+
 def copy_workflow(tmp_path: Path) -> Path:
     """A copy of the workflow's sources (no built results) in ``tmp_path``."""
     for part in WORKFLOW_PARTS:

@@ -17,7 +17,7 @@ import yaml
 
 from skilleval.config.loading import merge
 from skilleval.serving.containers import LABEL, OWNER, container_labels, container_spec
-from tests.conftest import REPO, copy_workflow, load_default_config
+from tests.conftest import REPO, copy_workflow, load_default_config, stand_in_server
 from tests.engine_docker import IMAGE, DockerEngine, host_mounts
 from tests.engine_slurm import free_port
 
@@ -64,18 +64,7 @@ def docker_workflow(workdir: Path) -> None:
     protocol["model_server"].update(base_url=f"http://127.0.0.1:{model_port}/v1", dp_size=2)
     protocol["model_server"]["launch"] = {
         "image": IMAGE,
-        "command": [
-            sys.executable,
-            "-m",
-            "skilleval.cli",
-            "serve-world",
-            "--world-dir",
-            str(workdir / "results" / "world"),
-            "--env-port",
-            str(env_port),
-            "--latency",
-            "0.05",
-        ],
+        "command": stand_in_server(workdir / "results" / "world", env_port, "--latency", "0.05"),
         "startup_timeout_s": 120,
         "mounts": host_mounts(REPO, workdir),
         "device_requests": False,

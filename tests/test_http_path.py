@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import os
 import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from skilleval.errors import ServiceError
 from skilleval.runs.evaluation import evaluate
 from skilleval.world.server import Faults, start_servers
-from tests.conftest import read_jsonl, run_inputs
+from tests.conftest import read_jsonl, run_inputs, stand_in_server
 
 FIELDS = ("task_id", "reward", "r_success", "steps", "stop_reason")
 
@@ -166,16 +165,7 @@ def test_launched_server_runs_on_leased_gpus_and_is_stopped(
         f"http://127.0.0.1:{env_port}",
         dp_size=2,
         launch={
-            "command": [
-                sys.executable,
-                "-m",
-                "skilleval.cli",
-                "serve-world",
-                "--world-dir",
-                str(small_world),
-                "--env-port",
-                str(env_port),
-            ],
+            "command": stand_in_server(small_world, env_port),
             "image": "unused",
             "startup_timeout_s": 60,
         },

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from skilleval.config.loading import merge
-from tests.conftest import REPO, copy_workflow, load_default_config
+from tests.conftest import REPO, copy_workflow, load_default_config, stand_in_server
 from tests.engine_slurm import ACCOUNT, PARTITION, SlurmCluster, free_port
 
 pytestmark = pytest.mark.slurm
@@ -29,16 +29,7 @@ def stand_in_protocol(protocol: dict[str, Any], world: Path) -> None:
     server = protocol["model_server"]
     server.update(base_url=f"http://127.0.0.1:{model_port}/v1", tp=1, dp_size=CARDS_PER_RUN)
     server["launch"] = {
-        "command": [
-            sys.executable,
-            "-m",
-            "skilleval.cli",
-            "serve-world",
-            "--world-dir",
-            str(world),
-            "--env-port",
-            str(env_port),
-        ],
+        "command": stand_in_server(world, env_port),
         "image": "unused",
         "startup_timeout_s": 120,
     }
