@@ -127,3 +127,7 @@ def test_a_killed_run_leaves_a_container_the_next_start_removes(
     summary = yaml.safe_load((workdir / target).read_text())
     assert summary["coverage"] == 1.0
     assert summary["service"]["start"]["server"]["dp_size"] == 2
+    print(
+        f"Docker engine up in {docker_engine.started_s:.1f} s, image imported in "
+        f"{docker_engine.image_s:.1f} s"
+    )
