@@ -92,6 +92,7 @@ def test_a_bootstrap_behaviour_edit_makes_contrasts_gate_and_tables_stale(built:
     assert set(jobs) == {
         "contrast", "verdict", "gate_beta", "freeze_bank", "eval_run", "paper_main_table",
         "paper_forest_plot", "paper_ranking_table", "paper_beta_plot", "gate_truth_check",
+        "report_front",
     }  # fmt: skip
     assert stems(jobs["eval_run"]) == {"summary", "results"}  # only the ranking arms' runs
     assert all("rank-" in o for o in jobs["eval_run"])
@@ -127,7 +128,12 @@ def test_a_checkpoint_audit_edit_reaches_contrasts_through_the_audits(built: Pat
 def test_a_report_edit_makes_only_the_tables_stale(built: Path) -> None:
     module = built / "skilleval" / "report" / "tables.py"
     with edited(module, lambda t: t.replace('DAGGER = r"$^\\dagger$"', 'DAGGER = r"$^\\ddagger$"')):
-        assert set(stale(built, "paper")) == {"paper_main_table", "paper_ranking_table"}
+        # report_front: the report's first view is built from the main table.
+        assert set(stale(built, "paper")) == {
+            "paper_main_table",
+            "report_front",
+            "paper_ranking_table",
+        }
 
 
 def test_a_template_edit_makes_only_its_table_stale(built: Path) -> None:
@@ -162,6 +168,7 @@ def test_n_resamples_makes_contrasts_verdicts_and_tables_stale(built: Path) -> N
         "verdict",
         "paper_main_table",
         "paper_forest_plot",
+        "report_front",
         "paper_ranking_table",
     }
     assert "Table main, s0-gain: statistics.n_resamples 1000 -> 500" in why
@@ -170,7 +177,7 @@ def test_n_resamples_makes_contrasts_verdicts_and_tables_stale(built: Path) -> N
 def test_a_contrast_description_makes_only_the_main_table_stale(built: Path) -> None:
     config = built / "config" / "config.yaml"
     with edited(config, lambda t: t.replace("Cold-start skill gain", "Gain of S0 at cold start")):
-        assert set(stale(built, "paper")) == {"paper_main_table"}
+        assert set(stale(built, "paper")) == {"paper_main_table", "report_front"}
 
 
 def test_a_protocol_value_makes_its_runs_and_dependents_stale(built: Path) -> None:
