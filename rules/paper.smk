@@ -3,6 +3,8 @@
 MAIN_RUNS = PLAN.main_runs
 MAIN_CONTRASTS = PLAN.contrasts_for("main")
 RANKING_ARMS = [arm.run for arm in PLAN.paper_arms]
+# Derived from the backends once: the title page and the report's first view both show it.
+SIMULATION_NOTICE = simulation_notice(config, MATRIX["trainer"]["kind"])
 ABLATION_GROUPS = [g for g, spec in MATRIX["groups"].items() if len(spec["values"]) > 1]
 RATIO_SPLITS = expand(
     paths.ABLATION_SPLIT,
@@ -20,7 +22,7 @@ rule paper_notice:
         "../envs/skilleval.yaml"
     params:
         code=rule_code("paper_notice.py"),
-        notice=simulation_notice(config, MATRIX["trainer"]["kind"]),
+        notice=SIMULATION_NOTICE,
     script:
         "../scripts/paper_notice.py"
 
@@ -107,7 +109,7 @@ rule report_front:
         "../envs/skilleval.yaml"
     params:
         code=rule_code("report_front.py"),
-        notice=simulation_notice(config, MATRIX["trainer"]["kind"]),
+        notice=SIMULATION_NOTICE,
     script:
         "../scripts/report_front.py"
 

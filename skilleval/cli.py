@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skilleval.errors import SkillevalError
+from skilleval.errors import ServiceError, SkillevalError
 from skilleval.world.serve_command import add_serve_world
 
 
@@ -165,13 +165,18 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def _clean_containers(run: str, config: dict[str, Any], mode: str) -> list[str]:
-    """The run's model-server containers whose job is gone (docker mode only): listed, or
-    removed in either mode that acts, since a container is no evidence to archive."""
-    if config["backends"].get("model_server") != "docker":
-        return []
+    """The run's model-server containers whose job is gone: listed, or removed in either mode
+    that acts, since a container is no evidence to archive. Looked for wherever a Docker
+    engine answers (docker mode may come from a profile this command does not read); an
+    unreachable engine is an error only when the config itself says docker."""
     from skilleval.serving.containers import docker_client, leftovers, remove_leftovers
 
-    client = docker_client()
+    try:
+        client = docker_client()
+    except ServiceError:
+        if config["backends"].get("model_server") == "docker":
+            raise
+        return []
     if mode == "list":
         return [f"container {c.name}" for c in leftovers(client, run)]
     return [f"container {name}" for name in remove_leftovers(client, run)]

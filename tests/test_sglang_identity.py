@@ -150,6 +150,25 @@ def test_the_launcher_uses_sglang_s_full_flag_names() -> None:
     }
 
 
+def test_a_symlinked_checkpoint_is_served_by_its_own_absolute_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Absolute (a container does not start in the workflow's directory), not resolved: the
+    identity check compares the served directory's name with the registered one."""
+    store = tmp_path / "store" / "snapshot-7f3a"
+    store.mkdir(parents=True)
+    (tmp_path / "qwen35-4b-iter80").symlink_to(store)
+    monkeypatch.chdir(tmp_path)
+    served = sglang_arguments("qwen35-4b-iter80/model.safetensors", PROTOCOL, 30001)[1]
+    assert served == str(tmp_path / "qwen35-4b-iter80")
+    identity = {"model_info": {"model_path": served}}
+    assert not [
+        p
+        for p in check_identity(identity, PROTOCOL, "qwen35-4b-iter80/model.safetensors")
+        if p.startswith("serves")
+    ]
+
+
 @pytest.mark.parametrize("endpoints", ["current", "deprecated"])
 def test_the_project_test_server_answers_like_sglang(small_world: Path, endpoints: str) -> None:
     from skilleval.world.server import start_servers

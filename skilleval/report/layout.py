@@ -10,6 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skilleval.report.latex import compile_pdf
+from skilleval.storage import atomic
+
 NEWLABEL = re.compile(r"\\newlabel\{((?:tab|fig):[^}]*)\}\{\{([^}]*)\}\{([^}]*)\}")
 # "Table 3", "Tables 3, 4 and 5", "Figure 2"; not "Table 3:", which opens a caption.
 REFERENCE = re.compile(r"\b(Table|Figure)s?\s+(\d+(?:\s*(?:,|and)\s*\d+)*)(?!\d|\s*:)")
@@ -158,9 +161,6 @@ def check_layout(pdf: Path, build_dir: Path, jobname: str = "main") -> LayoutRep
 def build_checked_pdf(main_tex: str, output: str, build_dir: str, layout_json: str) -> None:
     """Compile the paper, check its layout and keep the check's findings next to the build.
     A finding is a warning in the log, not a failure: the PDF is still worth reading."""
-    from skilleval.report.latex import compile_pdf
-    from skilleval.storage import atomic
-
     built = compile_pdf(main_tex, output, build_dir)
     report = check_layout(built, Path(build_dir), Path(main_tex).stem)
     atomic.write_json(layout_json, report.to_json())

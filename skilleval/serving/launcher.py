@@ -54,11 +54,17 @@ def model_flags(
     ]
 
 
+def served_path(weights: str) -> str:
+    """The checkpoint directory as the server is given it: absolute, since a container starts
+    in its own working directory, but not resolved, since the identity check compares its
+    name with the registered checkpoint's (a symlinked checkpoint keeps its name)."""
+    return str(model_dir(weights).absolute())
+
+
 def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list[str]:
-    # Absolute: a container starts in its own working directory, not the workflow's.
     return [
         *model_flags(
-            str(model_dir(weights).resolve()),
+            served_path(weights),
             server["tp"],
             server["dp_size"],
             server["tool_call_parser"],
@@ -109,9 +115,8 @@ def launched_server(
         client = docker_client()
         remove_leftovers(client)
         check_cards_free(client, gpus)
-        weights_dir = str(model_dir(weights).resolve())
         spec = container_spec(
-            launch, arguments, weights_dir, gpus, container_labels(run, gpus, port)
+            launch, arguments, served_path(weights), gpus, container_labels(run, gpus, port)
         )
         with running_container(client, spec) as container:
             log.info(
