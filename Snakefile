@@ -6,8 +6,13 @@ from snakemake.utils import min_version
 
 from skilleval.config.loading import config_sources
 from skilleval.errors import ConfigError
+from skilleval.serving.gpu import job_environment
 
 min_version("9.0")
+
+# Every job inherits this process's environment, on every executor: no job sees a CUDA
+# device unless it leases one, and cards are numbered as nvidia-smi numbers them.
+job_environment()
 
 # Read every config file through the project's loader before Snakemake's: a syntax error
 # or a repeated key is then reported with its file, line and column.

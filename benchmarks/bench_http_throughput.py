@@ -86,10 +86,12 @@ def main(latency: float) -> None:
             str(env_port),
             "--latency",
             str(latency),
+            "--served-model-name",
+            "bench",
         ],
         stdout=subprocess.DEVNULL,
     )
-    wait_healthy(f"http://127.0.0.1:{model_port}/v1", 60, lambda: server.poll() is None)
+    wait_healthy(f"http://127.0.0.1:{model_port}/v1", "bench", 60, lambda: server.poll() is None)
     model_url, env_url = f"http://127.0.0.1:{model_port}/v1", f"http://127.0.0.1:{env_port}"
     config = yaml.safe_load(Path("config/config.yaml").read_text())
     plan = WorkflowPlan(config)

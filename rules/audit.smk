@@ -45,6 +45,8 @@ rule audit_weight_diff:
         gpu=0,
     params:
         code=rule_code("audit_weight_diff.py"),
+        # Sums of squares stream from disk; a CPU keeps up, and the job leases no card.
+        device="cpu",
         names={role: c["name"] for role, c in WEIGHT_CHANGE.items()},
         sources=SOURCES.digests({role: c["path"] for role, c in WEIGHT_CHANGE.items()}),
     script:

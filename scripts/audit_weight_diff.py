@@ -9,4 +9,5 @@ with logged(snakemake.log[0]):
         snakemake.output.pdf,
         snakemake.output.png,
         (snakemake.params.names["base"], snakemake.params.names["final"]),
+        snakemake.params.device,
     )

@@ -6,14 +6,8 @@ import socket
 import subprocess
 import sys
 
-from skilleval.serving.containers import (
-    LABEL,
-    OWNER,
-    container_labels,
-    container_spec,
-    owner_alive,
-    owner_token,
-)
+from skilleval.serving.containers import LABEL, OWNER, container_labels, container_spec
+from skilleval.serving.owners import owner_alive, owner_token
 
 
 def test_an_owner_is_alive_only_while_its_process_runs() -> None:

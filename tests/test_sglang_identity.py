@@ -130,7 +130,7 @@ def test_a_server_that_differs_from_the_protocol_is_refused(
 
 
 def test_the_launcher_uses_sglang_s_full_flag_names() -> None:
-    arguments = sglang_arguments(WEIGHTS, PROTOCOL, 30001)
+    arguments = sglang_arguments(WEIGHTS, PROTOCOL, 30001, "skilleval/final-ST/gpu1/port30001")
     flags = [a for a in arguments if a.startswith("--")]
     assert flags == [
         "--model-path",
@@ -138,6 +138,7 @@ def test_the_launcher_uses_sglang_s_full_flag_names() -> None:
         "--dp-size",
         "--tool-call-parser",
         "--reasoning-parser",
+        "--served-model-name",
         "--host",
         "--port",
     ]
@@ -159,7 +160,7 @@ def test_a_symlinked_checkpoint_is_served_by_its_own_absolute_name(
     store.mkdir(parents=True)
     (tmp_path / "qwen35-4b-iter80").symlink_to(store)
     monkeypatch.chdir(tmp_path)
-    served = sglang_arguments("qwen35-4b-iter80/model.safetensors", PROTOCOL, 30001)[1]
+    served = sglang_arguments("qwen35-4b-iter80/model.safetensors", PROTOCOL, 30001, "n")[1]
     assert served == str(tmp_path / "qwen35-4b-iter80")
     identity = {"model_info": {"model_path": served}}
     assert not [

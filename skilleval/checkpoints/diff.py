@@ -166,9 +166,15 @@ def weight_change_figure(
 
 
 def build_weight_diff(
-    base: str, final: str, output: str, out_pdf: str, out_png: str, names: tuple[str, str]
+    base: str,
+    final: str,
+    output: str,
+    out_pdf: str,
+    out_png: str,
+    names: tuple[str, str],
+    device: str,
 ) -> None:
-    diff = weight_diff(base, final)
+    diff = weight_diff(base, final, device)
     record = {**diff, "checkpoints": list(names), "provenance": provenance()}
     write_record(output, "weight_diff", record)
     weight_change_figure(diff, out_pdf, out_png, names)

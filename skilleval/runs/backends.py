@@ -49,8 +49,9 @@ def make_policy(
         )
     if backend == "openai":
         server = protocol["model_server"]
+        assert service.base_url is not None
         return OpenAIPolicy(
-            server["base_url"],
+            service.base_url,
             service.served_model(),
             sampling,
             server["api_key_env"],

@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 
@@ -27,7 +26,6 @@ from skilleval.runs.records import RunSummary
 from skilleval.runs.resolve import ResolvedRun, resolve
 from skilleval.runs.rollout import EpisodeResult, run_episode
 from skilleval.runs.runner import EpisodeFn, RetryPolicy, RunStats, run_episodes
-from skilleval.serving.gpu import cards_for, job_lease
 from skilleval.serving.outage import RetryLedger
 from skilleval.storage import atomic
 
@@ -55,26 +53,19 @@ def summarise(records: list[dict[str, Any]], n_expected: int) -> dict[str, Any]:
     return summary
 
 
+@contextlib.contextmanager
 def served(
     kind: str, run: str, checkpoint_path: str, server: Mapping[str, Any]
-) -> contextlib.AbstractContextManager[None]:
-    """The model server for the run: launched on leased GPUs, or nothing to do."""
+) -> Iterator[dict[str, Any]]:
+    """The model server settings of the run: those of config, or, where the job launches
+    its own server on leased cards and a leased port, that server's."""
     if kind not in ("process", "docker"):
-        return contextlib.nullcontext()
-    return _launched(kind, run, checkpoint_path, server)
+        yield dict(server)
+        return
+    from skilleval.serving.launcher import owned_server
 
-
-@contextlib.contextmanager
-def _launched(
-    kind: str, run: str, checkpoint_path: str, server: Mapping[str, Any]
-) -> Iterator[None]:
-    from skilleval.serving.launcher import launched_server
-
-    port = urlparse(server["base_url"]).port or 30000
-    with job_lease(cards_for(kind, server)) as lease:
-        log.info("run %s: GPUs %s leased for the model server", run, lease.visible_devices)
-        with launched_server(kind, run, checkpoint_path, server, lease.visible_devices, port):
-            yield
+    with owned_server(kind, run, checkpoint_path, server) as base_url:
+        yield {**server, "base_url": base_url}
 
 
 def evaluate(
@@ -89,9 +80,9 @@ def evaluate(
     resolved = resolve(inputs)
     server = inputs.protocol["model_server"]
     kind = inputs.backends.get("model_server", "none")
-    with served(kind, inputs.run, inputs.checkpoint_path, server):
+    with served(kind, inputs.run, inputs.checkpoint_path, server) as running:
         service = make_service(
-            inputs.backends["policy"], inputs.checkpoint_id, inputs.checkpoint_path, server
+            inputs.backends["policy"], inputs.checkpoint_id, inputs.checkpoint_path, running
         )
         service_start = service.check()
         ledger = RetryLedger()

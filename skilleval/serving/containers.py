@@ -14,41 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import socket
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from skilleval.errors import ServiceError
+from skilleval.serving.owners import owner_alive, owner_token
 
 log = logging.getLogger(__name__)
 LABEL = "org.skilleval"
 OWNER = f"{LABEL}.owner"
-
-
-def process_start(pid: int) -> str | None:
-    """The live process's start time in clock ticks since boot (/proc/PID/stat field 22);
-    None when there is no such process or only its zombie (killed, not yet reaped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    state, *fields = stat.rsplit(")", 1)[1].split()
-    return None if state in ("Z", "X") else fields[18]
-
-
-def owner_token(pid: int | None = None) -> str:
-    pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{process_start(pid)}"
-
-
-def owner_alive(token: str) -> bool:
-    """Whether the process a label names still runs (on another host: assumed alive)."""
-    host, pid, started = token.rsplit(":", 2)
-    if host != socket.gethostname():
-        return True
-    return process_start(int(pid)) == started
 
 
 def container_labels(run: str, cards: str, port: int) -> dict[str, str]:
@@ -156,3 +130,35 @@ def docker_client() -> Any:
             f"model_server: docker cannot reach a Docker engine ({error}); start dockerd or "
             "set DOCKER_HOST"
         ) from error
+
+
+def ensure_image(client: Any, image: str) -> None:
+    """The model server's image, pulled when this engine lacks it, with the pull's progress
+    in the run log (docker SDK: ``APIClient.pull(stream=True, decode=True)`` yields one
+    status dict per layer event)."""
+    import docker
+
+    try:
+        client.images.get(image)
+        return
+    except docker.errors.ImageNotFound:
+        pass
+    log.info("image %s is not on this Docker engine: pulling it", image)
+    repository, tag = docker.utils.parse_repository_tag(image)
+    last = ""
+    try:
+        for event in client.api.pull(repository, tag=tag, stream=True, decode=True):
+            if "error" in event:
+                raise ServiceError(f"pulling {image} failed: {event['error']}")
+            status = " ".join(str(event.get(k, "")) for k in ("id", "status", "progress"))
+            if event.get("status") != "Downloading" or status[:40] != last[:40]:
+                log.info("pull %s: %s", image, status.strip())
+            last = status
+    except docker.errors.APIError as error:
+        raise ServiceError(
+            f"model_server image {image} is not on this Docker engine and cannot be pulled "
+            f"({error.explanation or error}); docker pull it (or docker load its archive) "
+            "on this host, or set model_server.launch.image to an image it has"
+        ) from error
+    client.images.get(image)
+    log.info("image %s pulled", image)

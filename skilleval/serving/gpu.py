@@ -5,6 +5,13 @@ Snakemake's ``resources: gpu=N`` caps how many cards run at once but never says 
 file lock per card; the kernel drops the locks when the process dies, even on SIGKILL,
 so a killed job never leaks a card. The allowed set comes from the profile (resource
 ``gpu_devices``), never from config, and the protected card (GPU 0) is simply absent.
+
+Every job of the workflow starts with no visible card (``job_environment``, applied once
+when the Snakefile is parsed, so every rule and every executor inherits it); only a lease
+makes cards visible, and only to the process it starts. Card numbers are nvidia-smi's:
+CUDA's own default order is fastest first (CUDA_DEVICE_ORDER=FASTEST_FIRST, CUDA C
+Programming Guide, "CUDA Environment Variables"), under which the card a job calls 0 need
+not be the protected one.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +31,40 @@ from skilleval.errors import GpuLeaseError, locate
 
 log = logging.getLogger(__name__)
 DEFAULT_LOCK_DIR = "/tmp/skilleval-gpu-locks"
+LOCK_DIR_VARIABLE = "SKILLEVAL_GPU_LOCK_DIR"
+# The cards SLURM gave this job, as "JOBID=ids": kept aside before job_environment hides
+# them, so the job's lease still finds them (the job id tells a parent allocation's apart).
+SCHEDULER_CARDS_VARIABLE = "SKILLEVAL_SCHEDULER_CARDS"
+
+
+def lock_directory() -> Path:
+    """The host's lease directory: SKILLEVAL_GPU_LOCK_DIR, else /tmp/skilleval-gpu-locks."""
+    return Path(os.environ.get(LOCK_DIR_VARIABLE) or DEFAULT_LOCK_DIR)
+
+
+def job_environment(environ: MutableMapping[str, str] = os.environ) -> None:
+    """What every job of the workflow starts with: no visible CUDA device, and cards
+    numbered by PCI bus id as nvidia-smi numbers them. Inside a SLURM job the cards the
+    scheduler assigned are kept aside for that job's lease first."""
+    environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    job = environ.get("SLURM_JOB_ID")
+    assigned = environ.get("CUDA_VISIBLE_DEVICES")
+    if job and assigned and not environ.get(SCHEDULER_CARDS_VARIABLE, "").startswith(f"{job}="):
+        environ[SCHEDULER_CARDS_VARIABLE] = f"{job}={assigned}"
+    environ["CUDA_VISIBLE_DEVICES"] = ""
+
+
+def shared_directory(path: Path) -> Path:
+    """``path``, created usable by every user of the host: like /tmp, world-writable with
+    the sticky bit, so a second user's job can lease from it and nobody removes another's
+    files. A directory someone else made is left as its owner set it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        return path
+    os.chmod(path, 0o1777)
+    return path
 
 
 def parse_devices(spec: str | Sequence[int] | None) -> list[int]:
@@ -62,8 +103,17 @@ class GpuLease:
         }
 
 
-def _try_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+def try_lock(path: Path) -> int | None:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError as error:
+        raise GpuLeaseError(
+            f"cannot open the card lock {path} ({error.strerror}); another user made it "
+            f"unwritable: ask them to run chmod a+rw {path}, or set {LOCK_DIR_VARIABLE} to a "
+            "directory every user of this host can write"
+        ) from error
+    if os.fstat(fd).st_uid == os.getuid():
+        os.fchmod(fd, 0o666)  # the creator's umask must not lock out the host's other users
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -78,12 +128,14 @@ def _try_lock(path: Path) -> int | None:
 def gpu_lease(
     count: int,
     allowed: Sequence[int],
-    lock_dir: str | Path = DEFAULT_LOCK_DIR,
+    lock_dir: str | Path | None = None,
     timeout_s: float = 3600.0,
     poll_s: float = 0.2,
     protected: Sequence[int] = (0,),
+    occupied: Sequence[int] = (),
 ) -> Iterator[GpuLease]:
-    """Hold ``count`` cards from ``allowed`` (never a protected one) for the with-block."""
+    """Hold ``count`` cards from ``allowed`` (never a protected one) for the with-block;
+    ``occupied`` cards (a server nobody owns still runs there) are waited out."""
     usable = [d for d in allowed if d not in set(protected)]
     if count > len(usable):
         raise GpuLeaseError(
@@ -93,8 +145,7 @@ def gpu_lease(
     if count <= 0:
         yield GpuLease((), time.time(), 0.0)
         return
-    directory = Path(lock_dir)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = shared_directory(Path(lock_dir) if lock_dir else lock_directory())
     start = time.monotonic()
     held: dict[int, int] = {}
     try:
@@ -102,8 +153,8 @@ def gpu_lease(
             for device in usable:
                 if len(held) == count:
                     break
-                if device not in held:
-                    fd = _try_lock(directory / f"gpu-{device}.lock")
+                if device not in held and device not in occupied:
+                    fd = try_lock(directory / f"gpu-{device}.lock")
                     if fd is not None:
                         held[device] = fd
             if len(held) == count:
@@ -148,18 +199,22 @@ def scheduler_cards() -> list[int] | None:
     SLURM gives a job its cards exclusively and exports them in CUDA_VISIBLE_DEVICES,
     renumbered from 0 where it confines devices. They are used as given: host-wide lock
     files keyed by those numbers would make two jobs on one node wait for each other."""
-    if "SLURM_JOB_ID" not in os.environ or os.environ.get("SKILLEVAL_GPU_DEVICES"):
+    job = os.environ.get("SLURM_JOB_ID")
+    if job is None or os.environ.get("SKILLEVAL_GPU_DEVICES"):
         return None
+    kept = os.environ.get(SCHEDULER_CARDS_VARIABLE, "")
+    if kept.startswith(f"{job}="):
+        return parse_devices(kept.partition("=")[2])
     return parse_devices(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
 
 
 @contextlib.contextmanager
-def job_lease(count: int) -> Iterator[GpuLease]:
+def job_lease(count: int, occupied: Sequence[int] = ()) -> Iterator[GpuLease]:
     """This job's cards: the scheduler's, or leased from the host's allowed set."""
     assigned = scheduler_cards()
     if assigned is None:
         allowed, protected = allowed_devices()
-        with gpu_lease(count, allowed, protected=protected) as lease:
+        with gpu_lease(count, allowed, protected=protected, occupied=occupied) as lease:
             yield lease
         return
     if count > len(assigned):

@@ -10,14 +10,19 @@ and use model_server: external.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import logging
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 
@@ -28,12 +33,21 @@ from skilleval.serving.containers import (
     container_labels,
     container_spec,
     docker_client,
+    ensure_image,
     remove_leftovers,
     running_container,
+)
+from skilleval.serving.gpu import cards_for, job_lease, lock_directory, shared_directory
+from skilleval.serving.processes import (
+    ServerLabel,
+    port_lease,
+    served_model_name,
+    stop_orphans,
 )
 from skilleval.serving.service import server_root
 
 log = logging.getLogger(__name__)
+SERVER_LOG = logging.getLogger("sglang")
 
 
 def model_flags(
@@ -61,7 +75,7 @@ def served_path(weights: str) -> str:
     return str(model_dir(weights).absolute())
 
 
-def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list[str]:
+def sglang_arguments(weights: str, server: Mapping[str, Any], port: int, name: str) -> list[str]:
     return [
         *model_flags(
             served_path(weights),
@@ -70,6 +84,8 @@ def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list
             server["tool_call_parser"],
             server["reasoning_parser"],
         ),
+        "--served-model-name",
+        name,
         "--host",
         "127.0.0.1",
         "--port",
@@ -77,70 +93,171 @@ def sglang_arguments(weights: str, server: Mapping[str, Any], port: int) -> list
     ]
 
 
-def wait_healthy(base_url: str, timeout_s: float, alive: Any) -> None:
+def wait_healthy(base_url: str, name: str, timeout_s: float, alive: Any) -> None:
+    """Wait for /health, then make sure the server that answered is this job's: its
+    /v1/models must list the name this job gave it (sglang's served model name)."""
     root = server_root(base_url)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not alive():
-            raise ServiceError(f"model server for {root} exited during start-up; see the job log")
+            raise ServiceError(f"model server for {root} exited during start-up")
         try:
             if httpx.get(root + "/health", timeout=5, trust_env=False).status_code == 200:
-                return
+                break
         except httpx.TransportError:
             pass
         time.sleep(1.0)
-    raise ServiceError(f"model server {root} not healthy after {timeout_s:.0f}s")
+    else:
+        raise ServiceError(f"model server {root} not healthy after {timeout_s:.0f}s")
+    served = served_names(base_url)
+    if name not in served:
+        raise ServiceError(
+            f"{root} answered /health but serves {served or 'no model it names'}, not this "
+            f"job's {name}: another process holds the port; stop it (skilleval clean) and "
+            "re-run"
+        )
+
+
+def served_names(base_url: str) -> list[str]:
+    try:
+        reply = httpx.get(base_url.rstrip("/") + "/models", timeout=10, trust_env=False)
+        return [str(m["id"]) for m in reply.json()["data"]] if reply.status_code == 200 else []
+    except (httpx.TransportError, ValueError, KeyError, TypeError):
+        return []
 
 
 @contextlib.contextmanager
-def launched_server(
-    kind: str, run: str, weights: str, server: Mapping[str, Any], gpus: str, port: int
-) -> Iterator[None]:
-    """Start sglang on the leased GPUs, wait for health, stop it and its children after."""
-    launch = server["launch"]
-    base_url = f"http://127.0.0.1:{port}/v1"
-    arguments = sglang_arguments(weights, server, port)
-    if kind == "process":
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpus}
-        process = subprocess.Popen(
-            [*launch["command"], *arguments], env=env, start_new_session=True
-        )
-        log.info("model server pid %d on GPUs %s: %s", process.pid, gpus, arguments)
-        try:
-            wait_healthy(base_url, launch["startup_timeout_s"], lambda: process.poll() is None)
-            yield
-        finally:
-            stop_process_group(process)
-    elif kind == "docker":
+def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -> Iterator[str]:
+    """The job's own server: stop the servers killed jobs left, lease cards and a port,
+    start sglang there and yield its base URL once it proves it is this job's."""
+    if kind not in ("process", "docker"):
+        raise ServiceError(f"cannot launch a model server of kind {kind!r}")
+    lock_dir = shared_directory(lock_directory())
+    occupied = stop_orphans(lock_dir)
+    client = None
+    if kind == "docker":
         client = docker_client()
         remove_leftovers(client)
-        check_cards_free(client, gpus)
-        spec = container_spec(
-            launch, arguments, served_path(weights), gpus, container_labels(run, gpus, port)
-        )
-        with running_container(client, spec) as container:
-            log.info(
-                "model server container %s (image %s) on GPUs %s, device requests %s",
-                container.name,
-                launch["image"],
-                gpus,
-                [r.get("DeviceIDs") for r in spec["device_requests"]] or "none",
+    base_port = urlparse(server["base_url"]).port or 30000
+    with (
+        job_lease(cards_for(kind, server), occupied) as lease,
+        port_lease(base_port, lock_dir) as port,
+    ):
+        cards = lease.visible_devices
+        name = served_model_name(run, cards, port)
+        log.info("run %s: GPUs %s and port %d leased for the model server", run, cards, port)
+        arguments = sglang_arguments(weights, server, port, name)
+        base_url = f"http://127.0.0.1:{port}/v1"
+        launch = server["launch"]
+        healthy = functools.partial(wait_healthy, base_url, name, launch["startup_timeout_s"])
+        if client is None:
+            started = server_process(run, launch, arguments, cards, port, name, lock_dir, healthy)
+        else:
+            started = server_container(
+                client, run, launch, weights, arguments, cards, port, healthy
             )
+        with started:
+            yield base_url
 
-            def alive() -> bool:
-                container.reload()
-                return bool(container.status != "exited")
 
-            try:
-                wait_healthy(base_url, launch["startup_timeout_s"], alive)
-            except ServiceError as error:
-                output = container.logs(tail=40).decode(errors="replace").strip()
-                raise ServiceError(
-                    f"{error}\ncontainer {container.name} said:\n{output or '(nothing)'}"
-                ) from error
-            yield
-    else:
-        raise ServiceError(f"cannot launch a model server of kind {kind!r}")
+@contextlib.contextmanager
+def server_process(
+    run: str,
+    launch: Mapping[str, Any],
+    arguments: list[str],
+    cards: str,
+    port: int,
+    name: str,
+    lock_dir: Path,
+    healthy: Callable[[Callable[[], bool]], None],
+) -> Iterator[None]:
+    """sglang as a process on the leased cards, its output in the run log, labelled in
+    the lock directory while it runs; stopped with all its children afterwards."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": cards}
+    process = subprocess.Popen(
+        [*launch["command"], *arguments],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    label = ServerLabel.for_process(run, cards, port, name, process.pid).write(lock_dir)
+    output = ServerOutput(process)
+    log.info("model server pid %d on GPUs %s, port %d: %s", process.pid, cards, port, arguments)
+    try:
+        try:
+            healthy(lambda: process.poll() is None)
+        except ServiceError as error:
+            raise ServiceError(f"{error}; sglang said:\n{output.tail()}") from error
+        yield
+    finally:
+        stop_process_group(process)
+        output.join()
+        label.unlink(missing_ok=True)
+
+
+class ServerOutput:
+    """The server's stdout and stderr, line by line into the run log (logger ``sglang``);
+    the last lines are kept for an error message."""
+
+    def __init__(self, process: subprocess.Popen[bytes], keep: int = 40) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=keep)
+        self.thread = threading.Thread(target=self._pump, args=(process,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        for raw in process.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            self.lines.append(line)
+            SERVER_LOG.info("%s", line)
+
+    def tail(self) -> str:
+        return "\n".join(self.lines) or "(nothing)"
+
+    def join(self) -> None:
+        self.thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def server_container(
+    client: Any,
+    run: str,
+    launch: Mapping[str, Any],
+    weights: str,
+    arguments: list[str],
+    cards: str,
+    port: int,
+    healthy: Callable[[Callable[[], bool]], None],
+) -> Iterator[None]:
+    check_cards_free(client, cards)
+    spec = container_spec(
+        launch, arguments, served_path(weights), cards, container_labels(run, cards, port)
+    )
+    ensure_image(client, launch["image"])
+    with running_container(client, spec) as container:
+        log.info(
+            "model server container %s (image %s) on GPUs %s, port %d, device requests %s",
+            container.name,
+            launch["image"],
+            cards,
+            port,
+            [r.get("DeviceIDs") for r in spec["device_requests"]] or "none",
+        )
+
+        def alive() -> bool:
+            container.reload()
+            return bool(container.status != "exited")
+
+        try:
+            healthy(alive)
+        except ServiceError as error:
+            output = container.logs(tail=40).decode(errors="replace").strip()
+            raise ServiceError(
+                f"{error}\ncontainer {container.name} said:\n{output or '(nothing)'}"
+            ) from error
+        yield
 
 
 def stop_process_group(process: subprocess.Popen[Any], grace_s: float = 30.0) -> None:

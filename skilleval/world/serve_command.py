@@ -37,6 +37,7 @@ def serve_world(args: argparse.Namespace) -> int:
             "dp_size": args.dp_size,
             "tool_call_parser": args.tool_call_parser,
             "reasoning_parser": args.reasoning_parser,
+            "served_model_name": args.served_model_name,
             "launch_command": shlex.join(["skilleval", *sys.argv[1:]]),
         },
         args.identity_endpoints,
@@ -69,6 +70,10 @@ def add_serve_world(sub: Any) -> None:
     )
     serve.add_argument(
         "--reasoning-parser", default="qwen3", help="reasoning parser reported by /model_info"
+    )
+    serve.add_argument(
+        "--served-model-name",
+        help="the model name /v1/models lists (sglang's flag; default: the model path)",
     )
     serve.add_argument(
         "--identity-endpoints",

@@ -113,7 +113,7 @@ def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict
     parsers = {k: identity[k] for k in ("tool_call_parser", "reasoning_parser")}
     server_info = {
         "model_path": identity["model_path"],
-        "served_model_name": identity["model_path"],
+        "served_model_name": identity["served_model_name"],
         "tp_size": identity["tp_size"],
         "dp_size": identity["dp_size"],
         **parsers,
@@ -124,7 +124,7 @@ def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict
         return {"/get_model_info": model_info, "/get_server_info": server_info}
     model_info = {
         "model_path": identity["model_path"],
-        "served_model_name": identity["model_path"],
+        "served_model_name": identity["served_model_name"],
         "tokenizer_path": identity["model_path"],
         "is_generation": True,
         "weight_version": "default",
@@ -150,7 +150,10 @@ def model_handler(
             elif self.path == "/v1/models":
                 self.reply(
                     200,
-                    {"object": "list", "data": [{"id": identity["model_path"], "object": "model"}]},
+                    {
+                        "object": "list",
+                        "data": [{"id": identity["served_model_name"], "object": "model"}],
+                    },
                 )
             else:
                 self.reply(404, {"error": "not found"})
@@ -186,7 +189,7 @@ def model_handler(
             message = turn.as_message()
             if fault == "malformed" and message.get("tool_calls"):
                 message["tool_calls"][0]["function"]["arguments"] = "{not json"
-            self.reply(200, completion(identity["model_path"], message, turn))
+            self.reply(200, completion(identity["served_model_name"], message, turn))
 
     return ModelHandler
 
@@ -367,6 +370,9 @@ def start_servers(
         **(server_args or {}),
     }
     identity.setdefault("launch_command", launch_command(identity))
+    # sglang names the model by its path unless --served-model-name is given
+    # (sglang/srt/arg_groups/serving_hook.py)
+    identity["served_model_name"] = identity.get("served_model_name") or identity["model_path"]
 
     def policy_for(temperature: float, max_tokens: int, thinking: bool) -> SimPolicy:
         return SimPolicy(tensors, temperature, max_tokens, thinking, salt, task_seed=seed)
