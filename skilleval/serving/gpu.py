@@ -208,12 +208,36 @@ def scheduler_cards() -> list[int] | None:
     return parse_devices(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
 
 
+def host_inventory() -> dict[int, str] | None:
+    """Card index -> UUID as nvidia-smi numbers the host's cards; None without nvidia-smi."""
+    from skilleval.serving.probe import query_gpus
+
+    found = query_gpus("uuid")
+    return None if found is None else {int(index): uuid for index, uuid in found.items()}
+
+
+def check_inventory(allowed: Sequence[int], inventory: Mapping[int, str] | None) -> None:
+    """The profile's cards must be cards nvidia-smi lists on this host."""
+    if inventory is None:
+        log.info("card inventory not checked: no nvidia-smi on this host")
+        return
+    missing = sorted(set(allowed) - set(inventory))
+    if missing:
+        raise GpuLeaseError(
+            f"the profile's gpu_devices allow cards {missing}, which nvidia-smi does not list "
+            f"on this host (it lists {sorted(inventory)}); set gpu_devices to cards this "
+            "host has"
+        )
+
+
 @contextlib.contextmanager
 def job_lease(count: int, occupied: Sequence[int] = ()) -> Iterator[GpuLease]:
     """This job's cards: the scheduler's, or leased from the host's allowed set."""
     assigned = scheduler_cards()
     if assigned is None:
         allowed, protected = allowed_devices()
+        if count > 0:
+            check_inventory(allowed, host_inventory())
         with gpu_lease(count, allowed, protected=protected, occupied=occupied) as lease:
             yield lease
         return
