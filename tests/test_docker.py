@@ -16,7 +16,14 @@ import pytest
 import yaml
 
 from skilleval.config.loading import merge
-from skilleval.serving.containers import LABEL, OWNER, container_labels, container_spec
+from skilleval.errors import ServiceError
+from skilleval.serving.containers import (
+    LABEL,
+    OWNER,
+    container_labels,
+    container_spec,
+    ensure_image,
+)
 from tests.conftest import REPO, copy_workflow, load_default_config, stand_in_server
 from tests.engine_docker import IMAGE, DockerEngine, host_mounts
 from tests.engine_slurm import free_port
@@ -51,9 +58,32 @@ def test_the_container_asks_docker_for_exactly_the_leased_cards(
     assert no_gpus["device_requests"] == []
 
 
-def docker_workflow(workdir: Path) -> None:
+ARCHIVED = "skilleval-test-server:archived"
+
+
+def image_archive(engine: DockerEngine, folder: Path) -> Path:
+    """A docker save archive of the test image under a tag the engine then lacks, as a
+    host without registry access would be handed the pinned image."""
+    client = engine.client()
+    client.images.get(IMAGE).tag(*ARCHIVED.split(":"))
+    archive = folder / "image.tar"
+    with archive.open("wb") as handle:
+        for chunk in client.images.get(ARCHIVED).save(named=True):
+            handle.write(chunk)
+    client.images.remove(ARCHIVED)
+    return archive
+
+
+def test_a_missing_image_that_cannot_be_pulled_is_a_clear_error(
+    docker_engine: DockerEngine,
+) -> None:
+    with pytest.raises(ServiceError, match="is not on this Docker engine and cannot be pulled"):
+        ensure_image(docker_engine.client(), "skilleval-test-server:never-built")
+
+
+def docker_workflow(workdir: Path, archive: Path) -> None:
     """The small world; base-free served by the test server in a container (slowed, so a
-    kill lands mid-run) on two leased cards."""
+    kill lands mid-run) on two leased cards, from an image the engine must load first."""
     small = yaml.safe_load((REPO / "tests" / "data" / "small.yaml").read_text())
     config = merge(load_default_config(), small)
     config["ablation"] = load_default_config()["ablation"]
@@ -63,7 +93,8 @@ def docker_workflow(workdir: Path) -> None:
     protocol["environment"]["url"] = f"http://127.0.0.1:{env_port}"
     protocol["model_server"].update(base_url=f"http://127.0.0.1:{model_port}/v1", dp_size=2)
     protocol["model_server"]["launch"] = {
-        "image": IMAGE,
+        "image": ARCHIVED,
+        "image_archive": str(archive),
         "command": stand_in_server(workdir / "results" / "world", env_port, "--latency", "0.05"),
         "startup_timeout_s": 120,
         "mounts": host_mounts(REPO, workdir),
@@ -83,7 +114,7 @@ def test_a_killed_run_leaves_a_container_the_next_start_removes(
     docker_engine: DockerEngine, tmp_path: Path
 ) -> None:
     workdir = copy_workflow(tmp_path)
-    docker_workflow(workdir)
+    docker_workflow(workdir, image_archive(docker_engine, tmp_path))
     env = {**docker_engine.env, "SKILLEVAL_GPU_DEVICES": "1-3"}
     target = f"results/runs/{RUN}/summary.json"
     command = [sys.executable, "-m", "snakemake", "-j", "2", target]
@@ -102,6 +133,8 @@ def test_a_killed_run_leaves_a_container_the_next_start_removes(
         time.sleep(0.5)
     os.killpg(first.pid, signal.SIGKILL)  # the job, its Snakemake and all they started
     first.wait()
+    first_log = (workdir / "results" / "logs" / "runs" / f"{RUN}.log").read_text()
+    assert f"image {ARCHIVED} is not on this Docker engine: loading it from" in first_log
 
     (leftover,) = skilleval_containers(docker_engine)
     leftover.reload()

@@ -179,3 +179,22 @@ def test_outside_slurm_a_job_leases_from_the_profiles_cards(
     monkeypatch.setenv("SKILLEVAL_GPU_DEVICES", "0-2")
     with job_lease(2) as lease:
         assert 0 not in lease.devices and len(lease.devices) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs an NVIDIA GPU")
+def test_a_job_without_a_lease_sees_no_card(tmp_path: Path) -> None:
+    """benchmarks/gpu_leases/no_lease.py in a job's environment, a bare one and under a lease."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA not available")
+    output = tmp_path / "no_lease.json"
+    subprocess.run(
+        [sys.executable, str(REPO / "benchmarks/gpu_leases/no_lease.py"), "--output", str(output)],
+        check=True,
+    )
+    seen = json.loads(output.read_text())
+    assert seen["job"]["device_count"] == 0 and seen["job"]["auto_device"] == "cpu"
+    assert seen["job"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert seen["leased"]["device_count"] == 1
+    assert seen["leased"]["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, seen["leased"]["lease"]))

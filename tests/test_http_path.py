@@ -166,7 +166,7 @@ def test_launched_server_runs_on_leased_gpus_and_is_stopped(
         dp_size=2,
         launch={
             "command": stand_in_server(small_world, env_port),
-            "image": "unused",
+            "image": "skilleval/unused:none",
             "startup_timeout_s": 60,
         },
     )

@@ -56,7 +56,7 @@ def process_inputs(world: Path, run: str, base_port: int, *options: str) -> RunI
         f"http://127.0.0.1:{env_port}",
         launch={
             "command": stand_in_server(world, env_port, *options),
-            "image": "unused",
+            "image": "skilleval/unused:none",
             "startup_timeout_s": 60,
         },
     )

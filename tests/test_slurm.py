@@ -30,7 +30,7 @@ def stand_in_protocol(protocol: dict[str, Any], world: Path) -> None:
     server.update(base_url=f"http://127.0.0.1:{model_port}/v1", tp=1, dp_size=CARDS_PER_RUN)
     server["launch"] = {
         "command": stand_in_server(world, env_port),
-        "image": "unused",
+        "image": "skilleval/unused:none",
         "startup_timeout_s": 120,
     }
 

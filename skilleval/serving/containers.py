@@ -132,10 +132,10 @@ def docker_client() -> Any:
         ) from error
 
 
-def ensure_image(client: Any, image: str) -> None:
-    """The model server's image, pulled when this engine lacks it, with the pull's progress
-    in the run log (docker SDK: ``APIClient.pull(stream=True, decode=True)`` yields one
-    status dict per layer event)."""
+def ensure_image(client: Any, image: str, archive: str | None = None) -> None:
+    """The model server's image: loaded from ``archive`` (a ``docker save`` file) or pulled
+    when this engine lacks it, saying so in the run log, with the pull's progress (docker
+    SDK: ``APIClient.pull(stream=True, decode=True)`` yields one status dict per event)."""
     import docker
 
     try:
@@ -143,6 +143,13 @@ def ensure_image(client: Any, image: str) -> None:
         return
     except docker.errors.ImageNotFound:
         pass
+    if archive:
+        log.info("image %s is not on this Docker engine: loading it from %s", image, archive)
+        with open(archive, "rb") as handle:
+            loaded = client.images.load(handle)
+        log.info("loaded %s", ", ".join(tag for i in loaded for tag in i.tags) or "no tags")
+        client.images.get(image)
+        return
     log.info("image %s is not on this Docker engine: pulling it", image)
     repository, tag = docker.utils.parse_repository_tag(image)
     last = ""

@@ -235,7 +235,7 @@ def server_container(
     spec = container_spec(
         launch, arguments, served_path(weights), cards, container_labels(run, cards, port)
     )
-    ensure_image(client, launch["image"])
+    ensure_image(client, launch["image"], launch.get("image_archive"))
     with running_container(client, spec) as container:
         log.info(
             "model server container %s (image %s) on GPUs %s, port %d, device requests %s",
