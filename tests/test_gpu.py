@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,13 +114,20 @@ def test_forty_jobs_through_snakemake_never_overlap_or_touch_gpu0(tmp_path: Path
     assert "Traceback" not in refused.stdout + refused.stderr
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs an NVIDIA GPU")
-def test_torch_sees_exactly_the_leased_card(tmp_path: Path) -> None:
+@pytest.fixture()
+def cuda_torch() -> Any:
+    """torch with a CUDA GPU, or the test skips (CI has none)."""
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("needs an NVIDIA GPU")
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("CUDA not available")
-    count = torch.cuda.device_count()
+    return torch
+
+
+@pytest.mark.gpu
+def test_torch_sees_exactly_the_leased_card(tmp_path: Path, cuda_torch: Any) -> None:
+    count = cuda_torch.cuda.device_count()
     output = tmp_path / "probe.json"
     done = subprocess.run(
         [
@@ -182,12 +190,8 @@ def test_outside_slurm_a_job_leases_from_the_profiles_cards(
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs an NVIDIA GPU")
-def test_a_job_without_a_lease_sees_no_card(tmp_path: Path) -> None:
+def test_a_job_without_a_lease_sees_no_card(tmp_path: Path, cuda_torch: Any) -> None:
     """benchmarks/gpu_leases/no_lease.py in a job's environment, a bare one and under a lease."""
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("CUDA not available")
     output = tmp_path / "no_lease.json"
     subprocess.run(
         [sys.executable, str(REPO / "benchmarks/gpu_leases/no_lease.py"), "--output", str(output)],
