@@ -88,6 +88,8 @@ def main(latency: float) -> None:
             str(latency),
             "--served-model-name",
             "bench",
+            "--sampling-defaults",
+            "openai",
         ],
         stdout=subprocess.DEVNULL,
     )

@@ -65,6 +65,11 @@ def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:
     return replace((plan := WorkflowPlan(config)).run_inputs(plan.runs[run]), **changes)
 
 
+# The test server's sglang arguments as the launcher starts sglang (sglang's own default,
+# and the stand-in's, is --sampling-defaults model, which the identity check refuses).
+AS_LAUNCHED: dict[str, Any] = {"sampling_defaults": "openai"}
+
+
 def stand_in_server(world: Path, env_port: int, *options: str) -> list[str]:
     """The command that takes sglang's place: the project's test server for ``world`` (model
     and environment), taking sglang's flags, which the launcher appends."""

@@ -14,7 +14,7 @@ import pytest
 from skilleval.errors import ServiceError
 from skilleval.runs.evaluation import evaluate
 from skilleval.world.server import Faults, start_servers
-from tests.conftest import read_jsonl, run_inputs, stand_in_server
+from tests.conftest import AS_LAUNCHED, read_jsonl, run_inputs, stand_in_server
 
 FIELDS = ("task_id", "reward", "r_success", "steps", "stop_reason")
 
@@ -36,7 +36,7 @@ def http_inputs(world: Path, model_url: str, env_url: str, **protocol_changes: o
 @pytest.fixture()
 def servers(small_world: Path):  # type: ignore[no-untyped-def]
     weights = small_world / "checkpoints" / "base" / "model.safetensors"
-    started = start_servers(str(weights), str(small_world), seed=20260830)
+    started = start_servers(str(weights), str(small_world), seed=20260830, server_args=AS_LAUNCHED)
     yield started
     started.shutdown()
 
@@ -66,6 +66,7 @@ def test_faults_are_retried_to_full_coverage(small_world: Path, tmp_path: Path) 
         str(small_world),
         20260830,
         faults=Faults(rate=0.2, kinds=("429", "503", "slow"), slow_s=0.05),
+        server_args=AS_LAUNCHED,
     )
     try:
         summary = evaluate(
@@ -116,7 +117,10 @@ def test_missing_api_key_is_a_clear_error(small_world: Path, servers, tmp_path: 
 def test_wrong_parser_on_the_server_is_refused(small_world: Path, tmp_path: Path) -> None:
     weights = small_world / "checkpoints" / "base" / "model.safetensors"
     wrong = start_servers(
-        str(weights), str(small_world), 20260830, server_args={"tool_call_parser": "hermes"}
+        str(weights),
+        str(small_world),
+        20260830,
+        server_args={**AS_LAUNCHED, "tool_call_parser": "hermes"},
     )
     try:
         with pytest.raises(ServiceError, match="tool_call_parser is 'hermes'"):
@@ -133,7 +137,7 @@ def test_wrong_parser_on_the_server_is_refused(small_world: Path, tmp_path: Path
 
 def test_wrong_checkpoint_on_the_server_is_refused(small_world: Path, tmp_path: Path) -> None:
     final = small_world / "checkpoints" / "final" / "model.safetensors"
-    served = start_servers(str(final), str(small_world), 20260830)
+    served = start_servers(str(final), str(small_world), 20260830, server_args=AS_LAUNCHED)
     try:
         with pytest.raises(ServiceError, match=r"serves .*final, but the run's checkpoint is"):
             evaluate(

@@ -22,7 +22,7 @@ from skilleval.errors import CoverageError, DiskError, OutageError
 from skilleval.runs import journal as journal_module
 from skilleval.runs.evaluation import evaluate
 from skilleval.world.server import Faults, WorldServers, start_servers
-from tests.conftest import read_jsonl, run_inputs
+from tests.conftest import AS_LAUNCHED, read_jsonl, run_inputs
 from tests.test_http_path import http_inputs, strip
 
 SEED = 20260830
@@ -38,6 +38,7 @@ def unfaulted(small_world: Path, tmp_path_factory: pytest.TempPathFactory) -> li
 
 def serve(world: Path, **kwargs: Any) -> WorldServers:
     weights = world / "checkpoints" / "base" / "model.safetensors"
+    kwargs.setdefault("server_args", AS_LAUNCHED)
     return start_servers(str(weights), str(world), SEED, **kwargs)
 
 

@@ -50,7 +50,16 @@ def test_gpu_host_refuses_a_run_needing_more_cards_than_the_host(workflow_copy: 
     reason="pip install -e '.[slurm]'",
 )
 def test_slurm_profile_requests_gpus_not_gres(workflow_copy: Path) -> None:
-    out = dry(workflow_copy, "slurm")
+    out = dry(workflow_copy, "slurm", "--configfile", "config/examples/cluster-environment.yaml")
     assert "exit 0" in out and "gpu=4" in out
     profile = yaml.safe_load((workflow_copy / "profiles" / "slurm" / "config.yaml").read_text())
     assert "gres" not in str(profile.get("default-resources", {}).get("slurm_extra", ""))
+
+
+def test_slurm_profile_refuses_a_loopback_environment(workflow_copy: Path) -> None:
+    """config.yaml's environment is 127.0.0.1:5700: on a cluster node, the node's own."""
+    out = dry(workflow_copy, "slurm")
+    assert "exit 1" in out and "Traceback" not in out
+    assert "protocols.local-sglang.environment.url = 'http://127.0.0.1:5700'" in out
+    assert "jobs run on cluster nodes" in out and "routable address" in out
+    assert "exit 0" in dry(workflow_copy, "gpu-host")  # one host: its loopback is right

@@ -139,6 +139,7 @@ def test_the_launcher_uses_sglang_s_full_flag_names() -> None:
         "--tool-call-parser",
         "--reasoning-parser",
         "--served-model-name",
+        "--sampling-defaults",
         "--host",
         "--port",
     ]
@@ -148,6 +149,7 @@ def test_the_launcher_uses_sglang_s_full_flag_names() -> None:
         "dp_size": "4",
         "tool_call_parser": "qwen3_coder",
         "reasoning_parser": "qwen3",
+        "sampling_defaults": "openai",
     }
 
 
@@ -173,9 +175,12 @@ def test_a_symlinked_checkpoint_is_served_by_its_own_absolute_name(
 @pytest.mark.parametrize("endpoints", ["current", "deprecated"])
 def test_the_project_test_server_answers_like_sglang(small_world: Path, endpoints: str) -> None:
     from skilleval.world.server import start_servers
+    from tests.conftest import AS_LAUNCHED
 
     weights = small_world / "checkpoints" / "base" / "model.safetensors"
-    servers = start_servers(str(weights), str(small_world), 1, identity_endpoints=endpoints)
+    servers = start_servers(
+        str(weights), str(small_world), 1, server_args=AS_LAUNCHED, identity_endpoints=endpoints
+    )
     try:
         identity = fetch_identity(servers.model_url)
     finally:
@@ -187,6 +192,7 @@ def test_the_project_test_server_answers_like_sglang(small_world: Path, endpoint
         assert set(identity["model_info"]) == {
             "model_path",
             "served_model_name",
+            "preferred_sampling_params",
             "weight_version",
             "tool_call_parser",
             "reasoning_parser",

@@ -26,6 +26,7 @@ def stand_in_protocol(protocol: dict[str, Any], world: Path) -> None:
     """sglang's place taken by the project's test server (same flags), on loopback ports."""
     model_port, env_port = free_port(), free_port()
     protocol["environment"]["url"] = f"http://127.0.0.1:{env_port}"
+    protocol["environment"]["beside_run"] = True  # the test server serves both
     server = protocol["model_server"]
     server.update(base_url=f"http://127.0.0.1:{model_port}/v1", tp=1, dp_size=CARDS_PER_RUN)
     server["launch"] = {
@@ -42,7 +43,12 @@ def slice_workflow(workdir: Path) -> None:
     config["ablation"] = load_default_config()["ablation"]  # not the planted matrix
     config["runs"] = {name: config["runs"][name] for name in (*GPU_RUNS, "base-val-free")}
     config["contrasts"] = {"s0-gain": config["contrasts"]["s0-gain"]}
-    config["backends"] = {"policy": "openai", "environment": "http", "model_server": "process"}
+    config["backends"] = {
+        "policy": "openai",
+        "environment": "http",
+        "model_server": "process",
+        "jobs_run_on": "cluster_nodes",
+    }
     stand_in_protocol(config["protocols"]["local-sglang"], workdir / "results" / "world")
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     site = workdir / "profiles" / "site"

@@ -6,10 +6,12 @@ naming the key, the bad value and the fix.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from skilleval.config.schema import validate_against_schema
 from skilleval.errors import ConfigError
@@ -49,6 +51,8 @@ def check_protocols(config: Mapping[str, Any], source: object) -> None:
                 f"more concurrent episodes than the environment has slots ({env['slots']})",
                 f"lower concurrency to at most {env['slots']}",
             )
+        if any(run["protocol"] == name for run in config["runs"].values()):
+            check_reachable_environment(config, source, name, env)
         metrics = protocol["metrics"]
         if metrics["main"] not in ("reward", "r_strict"):
             raise ConfigError(
@@ -58,6 +62,39 @@ def check_protocols(config: Mapping[str, Any], source: object) -> None:
                 "the memo's main metric is reward (= r_strict)",
                 "set main: reward",
             )
+
+
+def is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_reachable_environment(
+    config: Mapping[str, Any], source: object, name: str, env: Mapping[str, Any]
+) -> None:
+    """A job on a cluster node reaches a loopback address on that node, not here."""
+    backends = config["backends"]
+    if (
+        backends.get("jobs_run_on", "this_host") == "cluster_nodes"
+        and backends["environment"] == "http"
+        and is_loopback(env["url"])
+        and not env.get("beside_run", False)
+    ):
+        raise ConfigError(
+            source,
+            f"protocols.{name}.environment.url",
+            env["url"],
+            "a loopback address, but jobs run on cluster nodes (backends.jobs_run_on: "
+            "cluster_nodes), where it is each node's own loopback",
+            "give the environment server's routable address (http://<host>:<port>), or, "
+            "when the run's launched server command also serves the environment on the "
+            "job's node, set environment.beside_run: true",
+        )
 
 
 def check_runs(config: Mapping[str, Any], source: object) -> None:

@@ -35,17 +35,31 @@ def api_key(env_name: str | None) -> str:
     return key
 
 
+# sglang's value for "no top_k" (sglang/srt/sampling/sampling_params.py: "top_k must be -1
+# (disable) or at least 1"; vLLM reads -1 the same way).
+TOP_K_DISABLED = -1
+# The sampling parameters a server may fill from the checkpoint's generation_config.json when
+# a request leaves them out (sglang 0.5.23, ModelConfig.get_default_sampling_params, applied
+# by ChatCompletionRequest.to_sampling_params: request value > generation_config > OpenAI
+# default). Every request sends each one, so no server default can change it; min_p and
+# repetition_penalty, which the protocol does not name, go as the values that turn them off.
+SERVER_DEFAULTABLE = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
+NEUTRAL = {"min_p": 0.0, "repetition_penalty": 1.0}
+
+
 def sampling_body(sampling: dict[str, Any], seed: int | None) -> dict[str, Any]:
-    """The request body's sampling fields, sglang's and vLLM's extensions included."""
+    """The request body's sampling fields, sglang's and vLLM's extensions included: every
+    parameter a server could otherwise fill from the checkpoint is sent explicitly."""
+    top_k = sampling["top_k"]
     body: dict[str, Any] = {
         "temperature": sampling["temperature"],
         "top_p": sampling["top_p"],
+        "top_k": TOP_K_DISABLED if top_k is None else top_k,
+        **NEUTRAL,
         "max_tokens": sampling["max_tokens"],
         "tool_choice": sampling["tool_choice"],
         "chat_template_kwargs": {"enable_thinking": sampling["enable_thinking"]},
     }
-    if sampling["top_k"] is not None:
-        body["top_k"] = sampling["top_k"]
     if sampling["send_seed"] and seed is not None:
         body["seed"] = seed
     return body

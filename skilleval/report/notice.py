@@ -12,7 +12,8 @@ from skilleval.storage import atomic
 
 
 def simulation_notice(config: Mapping[str, Any], trainer_kind: str) -> str:
-    """The sentence that says which numbers are simulated; empty when nothing is."""
+    """The sentences that say which numbers are simulated and which servers went
+    unchecked; empty when neither."""
     parts = []
     if config["backends"]["policy"] == "sim":
         world = config["world"]
@@ -24,9 +25,20 @@ def simulation_notice(config: Mapping[str, Any], trainer_kind: str) -> str:
         )
     if trainer_kind == "sim":
         parts.append("every ablation number comes from the simulated trainer")
-    if not parts:
-        return ""
-    return "Simulated evidence: " + "; ".join(parts) + "."
+    trusted = sorted(
+        name
+        for name, protocol in config["protocols"].items()
+        if protocol["model_server"].get("identity", "verify") == "trust"
+    )
+    unchecked = (
+        f"Unchecked servers: the model server of protocol {', '.join(trusted)} was trusted "
+        "without an identity check (model_server.identity: trust), so nothing proves which "
+        "checkpoint and sampling it applied."
+        if trusted and config["backends"]["policy"] == "openai"
+        else ""
+    )
+    simulated = "Simulated evidence: " + "; ".join(parts) + "." if parts else ""
+    return " ".join(text for text in (simulated, unchecked) if text)
 
 
 def write_notice(notice: str, output: str) -> None:

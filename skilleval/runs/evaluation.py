@@ -88,10 +88,11 @@ def evaluate(
         ledger = RetryLedger()
         policy, environment = make_backends(inputs, service, ledger, fault_rate)
         max_steps = inputs.protocol["runtime"]["max_steps"]
+        deadline_s = inputs.protocol["runtime"]["episode_timeout_s"]
 
         def episode(task_id: str, repeat: int) -> EpisodeResult:
             prompt = resolved.prompts[task_id]
-            return run_episode(policy, environment, task_id, prompt, max_steps, repeat)
+            return run_episode(policy, environment, task_id, prompt, max_steps, repeat, deadline_s)
 
         with resume_hint(summary_path):
             records, stats, journal_path = _run_all(
@@ -109,7 +110,10 @@ def evaluate(
         "chunk_hashes": resolved.chunk_hashes,
         "repeats": inputs.protocol["runtime"]["repeats"],
         **summarise(records, len(resolved.keys)),
-        "service": _service(service_start, service_end),
+        "service": {
+            **_service(service_start, service_end),
+            "identity_check": service.identity_check,
+        },
         "execution": {"journal": journal_path, "writers": 1},
         "provenance": {**provenance(), "execution": _execution(stats, started)},
     }
@@ -162,7 +166,6 @@ def _run_all(
             episode,
             j,
             runtime["concurrency"],
-            runtime["episode_timeout_s"],
             inputs.run,
             retry,
             ledger=ledger,

@@ -2,12 +2,15 @@
 
 Messages in, an assistant turn out, tool results back, until the environment says the
 episode is over, the model stops calling tools, or ``max_steps`` turns have been taken.
-Every episode ends with one of END_REASONS; all but done, no_tool_call and max_steps
-carry an error naming what the model (or its server) did wrong.
+Every episode ends with one of END_REASONS; all but done, no_tool_call, max_steps and
+timeout carry an error naming what the model (or its server) did wrong. An episode that
+passes the protocol's deadline (if it sets one) ends before its next model turn and is
+scored as it stands, like one that reached max_steps: never resampled.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +28,7 @@ END_REASONS = (
     "unknown_tool",
     "context_overflow",
     "rejected_request",
+    "timeout",
 )
 
 
@@ -63,7 +67,9 @@ def run_episode(
     system_prompt: str,
     max_steps: int,
     repeat: int = 0,
+    deadline_s: float | None = None,
 ) -> EpisodeResult:
+    started = time.monotonic()
     episode = environment.start(task_id)
     tools = environment.tools()
     messages: list[Message] = [
@@ -75,6 +81,9 @@ def run_episode(
     stop_reason, error = "max_steps", None
     try:
         while steps < max_steps:
+            if deadline_s is not None and time.monotonic() - started >= deadline_s:
+                stop_reason = "timeout"
+                break
             try:
                 turn = policy.complete(messages, tools)
             except RejectedRequest as refused:

@@ -1,9 +1,12 @@
-"""Running many episodes at once: bounded concurrency, per-episode deadlines, retries.
+"""Running many episodes at once: bounded concurrency and retries.
 
-Episodes that fail on infrastructure (a step that may have been applied, an episode the
-server lost, one that outlived its deadline) are restarted from a fresh episode with
-backoff and never scored; a hung episode is abandoned, not waited for. A server outage
-past its budget stops the run. An unexpected exception in one episode is logged with
+Only episodes that fail on infrastructure (a transport error, a 5xx, a step that may have
+been applied, an episode the server lost) are restarted from a fresh episode with backoff
+and never scored, each restart counted by its kind. A slow episode is never restarted:
+restarting it would resample the evidence toward short episodes; its deadline, if the
+protocol sets one, ends it inside the rollout loop (stop_reason timeout), scored as
+ended. Hung requests end at the client's request timeout, a transport error. A server
+outage past its budget stops the run. An unexpected exception in one episode is logged with
 its traceback and its task listed at the end; the other episodes go on, but the run's
 outputs are not written.
 """
@@ -23,6 +26,7 @@ from skilleval.serving.outage import RetryLedger
 
 log = logging.getLogger(__name__)
 EpisodeFn = Callable[[str, int], EpisodeResult]
+PROGRESS_POLL_S = 0.5  # longest wait for an event, so progress lines keep coming
 
 
 @dataclass
@@ -69,14 +73,12 @@ class _Schedule:
         self.queue = list(pending)
         self.attempts: dict[RecordKey, int] = dict.fromkeys(pending, 0)
         self.not_before: dict[RecordKey, float] = {}
-        self.in_flight: dict[Future[EpisodeResult], tuple[RecordKey, float]] = {}
+        self.in_flight: dict[Future[EpisodeResult], RecordKey] = {}
         self.failures: dict[RecordKey, str] = {}
         self.crashed: dict[RecordKey, str] = {}
         self.retry, self.stats = retry, stats
 
-    def submit_ready(
-        self, pool: ThreadPoolExecutor, episode: EpisodeFn, concurrency: int, timeout_s: float
-    ) -> float:
+    def submit_ready(self, pool: ThreadPoolExecutor, episode: EpisodeFn, concurrency: int) -> float:
         """Start what may start now; return how long to wait for the next event."""
         now = time.monotonic()
         ready = [k for k in self.queue if self.not_before.get(k, 0.0) <= now]
@@ -84,15 +86,15 @@ class _Schedule:
             key = ready.pop(0)
             self.queue.remove(key)
             self.attempts[key] += 1
-            self.in_flight[pool.submit(episode, *key)] = (key, now + timeout_s)
-        wait_s = min([d for _, d in self.in_flight.values()], default=now + 0.05) - now
+            self.in_flight[pool.submit(episode, *key)] = key
+        wait_s = PROGRESS_POLL_S
         if self.queue and not ready:
             wait_s = min(wait_s, min(self.not_before[k] for k in self.queue) - now)
         return max(wait_s, 0.0)
 
     def collect(self, done: set[Future[EpisodeResult]], journal: Journal) -> None:
         for future in done:
-            key, _ = self.in_flight.pop(future)
+            key = self.in_flight.pop(future)
             try:
                 result = future.result()
             except InfrastructureError as exc:
@@ -107,15 +109,6 @@ class _Schedule:
             journal.append(result.as_record())
             self.stats.done += 1
             self.stats.task_errors += result.error is not None
-
-    def expire(self, timeout_s: float) -> None:
-        """Abandon hung episodes (their threads run on) and retry their tasks."""
-        now = time.monotonic()
-        for future, (key, deadline) in list(self.in_flight.items()):
-            if deadline <= now and not future.done():
-                del self.in_flight[future]
-                future.cancel()
-                self.retry_later(key, f"episode exceeded {timeout_s}s", None, "episode_timeout")
 
     def retry_later(
         self, key: RecordKey, reason: str, retry_after_s: float | None, kind: str
@@ -138,7 +131,6 @@ def run_episodes(
     episode: EpisodeFn,
     journal: Journal,
     concurrency: int,
-    episode_timeout_s: float,
     run_name: str,
     retry: RetryPolicy | None = None,
     progress_every_s: float = 2.0,
@@ -152,15 +144,13 @@ def run_episodes(
     stats.ledger = ledger or stats.ledger
     log.info(stats.line(run_name))
     schedule = _Schedule(pending, retry, stats)
-    # Abandoned (hung) episodes keep their threads; spare workers keep the run moving.
-    pool = ThreadPoolExecutor(max_workers=concurrency + 64, thread_name_prefix=f"ep-{run_name}")
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"ep-{run_name}")
     last_report = time.monotonic()
     try:
         while schedule.queue or schedule.in_flight:
-            wait_s = schedule.submit_ready(pool, episode, concurrency, episode_timeout_s)
+            wait_s = schedule.submit_ready(pool, episode, concurrency)
             done, _ = wait(list(schedule.in_flight), timeout=wait_s, return_when=FIRST_COMPLETED)
             schedule.collect(done, journal)
-            schedule.expire(episode_timeout_s)
             if time.monotonic() - last_report >= progress_every_s:
                 log.info(stats.line(run_name))
                 last_report = time.monotonic()

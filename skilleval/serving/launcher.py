@@ -86,6 +86,10 @@ def sglang_arguments(weights: str, server: Mapping[str, Any], port: int, name: s
         ),
         "--served-model-name",
         name,
+        # A parameter a request leaves out must not come from the checkpoint's
+        # generation_config.json (sglang's default, --sampling-defaults model).
+        "--sampling-defaults",
+        "openai",
         "--host",
         "127.0.0.1",
         "--port",

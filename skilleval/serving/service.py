@@ -28,6 +28,7 @@ IDENTITY_ENDPOINTS = {
 MODEL_INFO_KEYS = (
     "model_path",
     "served_model_name",
+    "preferred_sampling_params",
     "weight_version",
     "tool_call_parser",
     "reasoning_parser",
@@ -35,6 +36,9 @@ MODEL_INFO_KEYS = (
 )
 SERVER_INFO_KEYS = (
     "model_path",
+    "served_model_name",
+    "sampling_defaults",
+    "preferred_sampling_params",
     "tp_size",
     "dp_size",
     "tool_call_parser",
@@ -50,6 +54,7 @@ LAUNCH_FLAGS = {
     "--data-parallel-size": "dp_size",
     "--tool-call-parser": "tool_call_parser",
     "--reasoning-parser": "reasoning_parser",
+    "--sampling-defaults": "sampling_defaults",
 }
 
 
@@ -95,27 +100,64 @@ def launch_arguments(launch_command: str | None) -> dict[str, str]:
     return found
 
 
-def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: str) -> list[str]:
-    """Differences between the served model and what the run requires."""
-    problems = []
-    model_info, served = identity.get("model_info") or {}, identity.get("server") or {}
-    model_path = model_info.get("model_path") or served.get("model_path")
+# What a server must report before a run may start: without any one of them the run could
+# not tell the protocol's server from another (fail closed, never a silent pass).
+REQUIRED_FIELDS = (
+    "model_path",
+    "tp_size",
+    "dp_size",
+    "tool_call_parser",
+    "reasoning_parser",
+    "sampling_defaults",
+)
+NO_IDENTITY = (
+    "it answers none of sglang's identity endpoint pairs (/model_info and /server_info, "
+    "nor /get_model_info and /get_server_info), so what it serves cannot be checked; serve "
+    "the run with sglang, or set model_server.identity: trust to run unchecked (recorded in "
+    "the run's summary and in the paper's notice)"
+)
+
+
+def same_checkpoint(served: str, weights: str) -> bool:
+    """The server's model path is the run's checkpoint directory: the same absolute path,
+    or two paths that resolve to one directory (a symlinked checkpoint)."""
     expected = model_dir(weights)
-    if model_path is not None and Path(model_path).name != expected.name:
-        problems.append(f"serves {model_path}, but the run's checkpoint is {expected}")
+    return Path(served) == expected.absolute() or Path(served).resolve() == expected.resolve()
+
+
+def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: str) -> list[str]:
+    """Differences between the served model and what the run requires; a field the server
+    does not report is a difference too."""
+    if identity.get("identity_endpoints") is None:
+        return [NO_IDENTITY]
+    model_info, served = identity.get("model_info") or {}, identity.get("server") or {}
+
+    def reported(key: str) -> Any:
+        return model_info.get(key, served.get(key))
+
+    problems = []
+    missing = [key for key in REQUIRED_FIELDS if reported(key) is None]
+    if missing:
+        problems.append(f"it does not report {', '.join(missing)}")
+    model_path = reported("model_path")
+    if model_path is not None and not same_checkpoint(str(model_path), weights):
+        problems.append(
+            f"serves {model_path}, but the run's checkpoint is {model_dir(weights).absolute()}"
+        )
     wanted = {
         "tp_size": server["tp"],
         "dp_size": server["dp_size"],
         "tool_call_parser": server["tool_call_parser"],
         "reasoning_parser": server["reasoning_parser"],
+        # any other source of defaults could change a parameter a request leaves out
+        "sampling_defaults": "openai",
     }
     launched = launch_arguments(served.get("launch_command"))
     for key, value in wanted.items():
         if value is None:
             continue
-        reported = model_info.get(key, served.get(key))
-        if reported is not None and reported != value:
-            problems.append(f"{key} is {reported!r}, the protocol requires {value!r}")
+        if reported(key) is not None and reported(key) != value:
+            problems.append(f"{key} is {reported(key)!r}, the protocol requires {value!r}")
         if key in launched and launched[key] != str(value):
             problems.append(
                 f"launch_command sets {key} to {launched[key]!r}, the protocol requires {value!r}"
@@ -137,6 +179,7 @@ class Service:
         self.backend, self.checkpoint_id, self.weights = backend, checkpoint_id, weights
         self.base_url, self.server = base_url, server or {}
         self.checked: dict[str, Any] = {}
+        self.identity_check = "not checked"
 
     def identity(self) -> dict[str, Any]:
         base = {
@@ -150,8 +193,15 @@ class Service:
         return {**base, **fetch_identity(self.base_url)}
 
     def check(self) -> dict[str, Any]:
+        """The identity at the run's start, checked before any request; ``identity: trust``
+        skips the check for a server that cannot report, and the record says so."""
         identity = self.identity()
-        if self.backend != "sim":
+        if self.backend == "sim":
+            self.identity_check = "in-process"
+        elif self.server.get("identity", "verify") == "trust":
+            self.identity_check = "trusted"
+            log.warning("model server at %s is trusted unchecked (identity: trust)", self.base_url)
+        else:
             problems = check_identity(identity, self.server, self.weights)
             if problems:
                 raise ServiceError(
@@ -159,6 +209,7 @@ class Service:
                     + "; ".join(problems)
                     + ". Serve the registered checkpoint with the protocol's flags."
                 )
+            self.identity_check = "verified"
         self.checked = identity
         return identity
 

@@ -38,6 +38,7 @@ def serve_world(args: argparse.Namespace) -> int:
             "tool_call_parser": args.tool_call_parser,
             "reasoning_parser": args.reasoning_parser,
             "served_model_name": args.served_model_name,
+            "sampling_defaults": args.sampling_defaults,
             "launch_command": shlex.join(["skilleval", *sys.argv[1:]]),
         },
         args.identity_endpoints,
@@ -74,6 +75,13 @@ def add_serve_world(sub: Any) -> None:
     serve.add_argument(
         "--served-model-name",
         help="the model name /v1/models lists (sglang's flag; default: the model path)",
+    )
+    serve.add_argument(
+        "--sampling-defaults",
+        choices=["openai", "model"],
+        default="model",
+        help="where a request's missing sampling parameters come from, as in sglang: the "
+        "checkpoint's generation_config.json (model, sglang's default) or OpenAI's defaults",
     )
     serve.add_argument(
         "--identity-endpoints",

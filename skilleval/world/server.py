@@ -117,6 +117,8 @@ def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict
         "tp_size": identity["tp_size"],
         "dp_size": identity["dp_size"],
         **parsers,
+        "sampling_defaults": identity["sampling_defaults"],
+        "preferred_sampling_params": None,
         "version": identity["version"],
     }
     if endpoints == "deprecated":
@@ -128,6 +130,7 @@ def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict
         "tokenizer_path": identity["model_path"],
         "is_generation": True,
         "weight_version": "default",
+        "preferred_sampling_params": None,
         **parsers,
         "model_type": "shopsim",
         "architectures": ["ShopSimPolicy"],
@@ -136,10 +139,48 @@ def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict
     return {"/model_info": model_info, "/server_info": launched}
 
 
+# sglang's defaults where neither the request nor the checkpoint sets a parameter
+# (sglang/srt/entrypoints/openai/protocol.py, ChatCompletionRequest._DEFAULT_SAMPLING_PARAMS).
+OPENAI_SAMPLING_DEFAULTS = {
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": -1,
+    "min_p": 0.0,
+    "repetition_penalty": 1.0,
+}
+
+
+# The stand-in's own window on what it applied (sglang has none): the sampling values of the
+# requests it answered, each distinct set with its count.
+APPLIED_SAMPLING_PATH = "/skilleval/applied_sampling"
+
+
+def checkpoint_sampling_defaults(model_path: str, sampling_defaults: str) -> dict[str, Any]:
+    """What sglang takes from the checkpoint's generation_config.json under
+    ``--sampling-defaults model`` (its default): ModelConfig.get_default_sampling_params."""
+    config_file = Path(model_path) / "generation_config.json"
+    if sampling_defaults != "model" or not config_file.is_file():
+        return {}
+    config = json.loads(config_file.read_text())
+    return {p: config[p] for p in OPENAI_SAMPLING_DEFAULTS if config.get(p) is not None}
+
+
+def applied_sampling(request: dict[str, Any], from_checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """Request value > generation_config > OpenAI default, as to_sampling_params orders them."""
+    return {
+        name: request[name] if request.get(name) is not None else from_checkpoint.get(name, default)
+        for name, default in OPENAI_SAMPLING_DEFAULTS.items()
+    }
+
+
 def model_handler(
     policy_for: Any, identity: dict[str, Any], faults: Faults, endpoints: str
 ) -> type:
     replies = identity_replies(identity, endpoints)
+    from_checkpoint = checkpoint_sampling_defaults(
+        identity["model_path"], identity["sampling_defaults"]
+    )
+    applied: Counter[str] = Counter()
 
     class ModelHandler(JsonHandler):
         def do_GET(self) -> None:
@@ -147,6 +188,10 @@ def model_handler(
                 self.reply(200, {"status": "ok"})
             elif self.path in replies:
                 self.reply(200, replies[self.path])
+            elif self.path == APPLIED_SAMPLING_PATH:
+                self.reply(
+                    200, [{"applied": json.loads(k), "requests": n} for k, n in applied.items()]
+                )
             elif self.path == "/v1/models":
                 self.reply(
                     200,
@@ -180,8 +225,10 @@ def model_handler(
                 return
             time.sleep(faults.latency_s + (faults.slow_s if fault == "slow" else 0.0))
             kwargs = request.get("chat_template_kwargs") or {}
+            sampling = applied_sampling(request, from_checkpoint)
+            applied[json.dumps(sampling, sort_keys=True)] += 1
             policy = policy_for(
-                request.get("temperature", 1.0),
+                sampling["temperature"],
                 request.get("max_tokens", 4096),
                 kwargs.get("enable_thinking", True),
             )
@@ -367,6 +414,7 @@ def start_servers(
         "tool_call_parser": "qwen3_coder",
         "reasoning_parser": "qwen3",
         "version": "skilleval-sim",
+        "sampling_defaults": "model",  # sglang's default (arg_groups/fields/serving.py)
         **(server_args or {}),
     }
     identity.setdefault("launch_command", launch_command(identity))
