@@ -19,7 +19,8 @@ from skilleval.policy.openai_policy import sampling_body
 from skilleval.report.notice import simulation_notice
 from skilleval.runs.evaluation import evaluate
 from skilleval.serving.service import Service, check_identity, fetch_identity
-from skilleval.world.server import APPLIED_SAMPLING_PATH, Faults, start_servers
+from skilleval.world.sampling import APPLIED_SAMPLING_PATH
+from skilleval.world.server import Faults, start_servers
 from skilleval.world.shopsim import TOOLS, Task
 from tests.conftest import AS_LAUNCHED, load_default_config, read_jsonl
 from tests.test_http_path import http_inputs

@@ -32,6 +32,7 @@ from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.policy.types import AssistantTurn
 from skilleval.serving.launcher import model_flags
+from skilleval.world.sampling import APPLIED_SAMPLING_PATH, ServerSampling
 from skilleval.world.shopsim import TOOLS, ShopEpisode, ShopWorld, Task, catalogue_from_json
 
 
@@ -139,48 +140,15 @@ def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict
     return {"/model_info": model_info, "/server_info": launched}
 
 
-# sglang's defaults where neither the request nor the checkpoint sets a parameter
-# (sglang/srt/entrypoints/openai/protocol.py, ChatCompletionRequest._DEFAULT_SAMPLING_PARAMS).
-OPENAI_SAMPLING_DEFAULTS = {
-    "temperature": 1.0,
-    "top_p": 1.0,
-    "top_k": -1,
-    "min_p": 0.0,
-    "repetition_penalty": 1.0,
-}
-
-
-# The stand-in's own window on what it applied (sglang has none): the sampling values of the
-# requests it answered, each distinct set with its count.
-APPLIED_SAMPLING_PATH = "/skilleval/applied_sampling"
-
-
-def checkpoint_sampling_defaults(model_path: str, sampling_defaults: str) -> dict[str, Any]:
-    """What sglang takes from the checkpoint's generation_config.json under
-    ``--sampling-defaults model`` (its default): ModelConfig.get_default_sampling_params."""
-    config_file = Path(model_path) / "generation_config.json"
-    if sampling_defaults != "model" or not config_file.is_file():
-        return {}
-    config = json.loads(config_file.read_text())
-    return {p: config[p] for p in OPENAI_SAMPLING_DEFAULTS if config.get(p) is not None}
-
-
-def applied_sampling(request: dict[str, Any], from_checkpoint: dict[str, Any]) -> dict[str, Any]:
-    """Request value > generation_config > OpenAI default, as to_sampling_params orders them."""
-    return {
-        name: request[name] if request.get(name) is not None else from_checkpoint.get(name, default)
-        for name, default in OPENAI_SAMPLING_DEFAULTS.items()
-    }
-
-
 def model_handler(
     policy_for: Any, identity: dict[str, Any], faults: Faults, endpoints: str
 ) -> type:
     replies = identity_replies(identity, endpoints)
-    from_checkpoint = checkpoint_sampling_defaults(
-        identity["model_path"], identity["sampling_defaults"]
-    )
-    applied: Counter[str] = Counter()
+    replies["/v1/models"] = {
+        "object": "list",
+        "data": [{"id": identity["served_model_name"], "object": "model"}],
+    }
+    sampling = ServerSampling(identity["model_path"], identity["sampling_defaults"])
 
     class ModelHandler(JsonHandler):
         def do_GET(self) -> None:
@@ -189,17 +157,7 @@ def model_handler(
             elif self.path in replies:
                 self.reply(200, replies[self.path])
             elif self.path == APPLIED_SAMPLING_PATH:
-                self.reply(
-                    200, [{"applied": json.loads(k), "requests": n} for k, n in applied.items()]
-                )
-            elif self.path == "/v1/models":
-                self.reply(
-                    200,
-                    {
-                        "object": "list",
-                        "data": [{"id": identity["served_model_name"], "object": "model"}],
-                    },
-                )
+                self.reply(200, sampling.report())
             else:
                 self.reply(404, {"error": "not found"})
 
@@ -225,10 +183,8 @@ def model_handler(
                 return
             time.sleep(faults.latency_s + (faults.slow_s if fault == "slow" else 0.0))
             kwargs = request.get("chat_template_kwargs") or {}
-            sampling = applied_sampling(request, from_checkpoint)
-            applied[json.dumps(sampling, sort_keys=True)] += 1
             policy = policy_for(
-                sampling["temperature"],
+                sampling.apply(request)["temperature"],
                 request.get("max_tokens", 4096),
                 kwargs.get("enable_thinking", True),
             )
