@@ -148,7 +148,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
     config, root = _config(args)
     mode = "delete" if args.delete else "archive" if args.archive else "list"
-    containers = _clean_containers(args.run, config, mode)
+    containers = _clean_containers(args.run, config, mode) + _clean_servers(args.run, mode)
     try:
         paths = clean_run(args.run, config, root, mode)
     except SkillevalError:
@@ -180,6 +180,20 @@ def _clean_containers(run: str, config: dict[str, Any], mode: str) -> list[str]:
     if mode == "list":
         return [f"container {c.name}" for c in leftovers(client, run)]
     return [f"container {name}" for name in remove_leftovers(client, run)]
+
+
+def _clean_servers(run: str, mode: str) -> list[str]:
+    """The run's model-server processes whose job is gone (labels in the GPU lock
+    directory): listed, or stopped in either mode that acts."""
+    from skilleval.serving.gpu import lock_directory
+    from skilleval.serving.processes import orphans, stop_orphans
+
+    found = [
+        f"server pid {label.pid} (port {label.port})" for _, label in orphans(lock_directory(), run)
+    ]
+    if mode != "list":
+        stop_orphans(lock_directory(), run)
+    return found
 
 
 def cmd_checkpoint_audit(args: argparse.Namespace) -> int:

@@ -118,15 +118,23 @@ def read_labels(lock_dir: Path) -> list[tuple[Path, ServerLabel]]:
     return labels
 
 
-def stop_orphans(lock_dir: Path, grace_s: float = 30.0) -> list[int]:
-    """Stop every labelled server whose owner job is gone; the cards of those this user may
-    not stop (another user's), which no lease may hand out while they run."""
-    occupied: list[int] = []
+def orphans(lock_dir: Path, run: str | None = None) -> list[tuple[Path, ServerLabel]]:
+    """Labelled servers whose owner job is gone (only ``run``'s, if given)."""
     if not lock_dir.is_dir():
-        return occupied
-    for path, label in read_labels(lock_dir):
-        if owner_alive(label.owner):
-            continue
+        return []
+    return [
+        (path, label)
+        for path, label in read_labels(lock_dir)
+        if not owner_alive(label.owner) and run in (None, label.run)
+    ]
+
+
+def stop_orphans(lock_dir: Path, run: str | None = None, grace_s: float = 30.0) -> list[int]:
+    """Stop every labelled server whose owner job is gone (only ``run``'s, if given); the
+    cards of those this user may not stop (another user's), which no lease may hand out
+    while they run."""
+    occupied: list[int] = []
+    for path, label in orphans(lock_dir, run):
         if label.server_alive():
             log.warning(
                 "stopping model server pid %d (port %d, cards %s) left by run %s: its owner %s "
