@@ -189,7 +189,9 @@ def _clean_servers(run: str, mode: str) -> list[str]:
     from skilleval.serving.processes import orphans, stop_orphans
 
     found = [
-        f"server pid {label.pid} (port {label.port})" for _, label in orphans(lock_directory(), run)
+        f"server pid {label.pid} (port {label.port})"
+        for _, label in orphans(lock_directory(), run)
+        if label.server_alive()
     ]
     if mode != "list":
         stop_orphans(lock_directory(), run)
