@@ -23,18 +23,16 @@ def task_ids(world: Path) -> list[str]:
     return [task["task_id"] for task in tasks[:3]]
 
 
+def in_process(world: Path) -> Environment:
+    """The built-in world's val split, as a run's shopsim backend opens it."""
+    catalogue, split_file = str(world / "catalogue.json"), str(world / "persona_splits.v1.json")
+    return make_environment("shopsim", catalogue, split_file, "val", {}, RetryLedger(), 60.0)
+
+
 @pytest.fixture(params=["shopsim", "http"])
 def adapter(request: pytest.FixtureRequest, small_world: Path) -> Iterator[Environment]:
     if request.param == "shopsim":
-        yield make_environment(
-            "shopsim",
-            str(small_world / "catalogue.json"),
-            str(small_world / "persona_splits.v1.json"),
-            "val",
-            {},
-            RetryLedger(),
-            60.0,
-        )
+        yield in_process(small_world)
         return
     weights = small_world / "checkpoints" / "base" / "model.safetensors"
     servers = start_servers(str(weights), str(small_world), 1)
@@ -76,14 +74,7 @@ class RaisingOnUnknownTools:
 
 
 def test_the_contract_check_catches_an_adapter_that_raises(small_world: Path) -> None:
-    inner = make_environment(
-        "shopsim",
-        str(small_world / "catalogue.json"),
-        str(small_world / "persona_splits.v1.json"),
-        "val",
-        {},
-        RetryLedger(),
-        60.0,
+    problems = contract_violations(
+        RaisingOnUnknownTools(in_process(small_world)), task_ids(small_world)
     )
-    problems = contract_violations(RaisingOnUnknownTools(inner), task_ids(small_world))
     assert problems and all("raised KeyError" in p for p in problems)
