@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.errors import ServiceError, SkillevalError
+from skilleval.serving.gpu import lock_directory
 from skilleval.world.serve_command import add_serve_world
 
 
@@ -292,7 +293,7 @@ def _add_gpu(sub: Any) -> None:
     gpu.add_argument("--protected", default="0", help="cards never handed out")
     gpu.add_argument(
         "--lock-dir",
-        default=os.environ.get("SKILLEVAL_GPU_LOCK_DIR", "/tmp/skilleval-gpu-locks"),
+        default=str(lock_directory()),
         help="folder of the card locks, shared by every job of the host",
     )
     gpu.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for cards")
