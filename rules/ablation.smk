@@ -13,7 +13,7 @@ rule ablation_split:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code(modules=["skilleval.ablation.splits"]),
+        code=code(modules=["skilleval.ablation.splits"]),
         pool=ABLATION_INPUTS.split_pool,
     shell:
         "skilleval ablation split {wildcards.bench} {wildcards.ratio} --pool {params.pool}"
@@ -35,11 +35,14 @@ rule ablation_run:
         api_runs=1,
         memory_heavy=ABLATION_INPUTS.memory_heavy,
     params:
-        code=rule_code(modules=["skilleval.ablation.run"]),
-        fingerprint=ABLATION_INPUTS.ablation_fingerprint,
+        code=TRAINER_RUN_CODE,
+        evidence=ABLATION_INPUTS.ablation_evidence,
+        identity=ABLATION_INPUTS.ablation_identity,
+        kept=paths.ABLATION_KEPT,
     shell:
         "skilleval ablation run {wildcards.run_id} --matrix {input.matrix}"
-        " --summary {output.summary} --audit {output.audit} > {log} 2>&1"
+        " --summary {output.summary} --audit {output.audit}"
+        " --identity {params.identity} --kept {params.kept} > {log} 2>&1"
 
 
 rule ablation_table:
@@ -61,7 +64,7 @@ rule ablation_table:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("ablation_table.py", templates=["ablation_table.tex.j2"]),
+        code=code("ablation_table.py", templates=["ablation_table.tex.j2"]),
         layout=ABLATION_INPUTS.ablation_table_layout,
     script:
         "../scripts/ablation_table.py"
@@ -85,7 +88,7 @@ rule harness_table:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("harness_table.py", templates=["ablation_table.tex.j2"]),
+        code=code("harness_table.py", templates=["ablation_table.tex.j2"]),
         layout=ABLATION_INPUTS.harness_layout,
     script:
         "../scripts/harness_table.py"
@@ -107,7 +110,7 @@ rule ablation_figure:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("ablation_figure.py"),
+        code=code("ablation_figure.py"),
         group=ABLATION_INPUTS.ablation_group,
     script:
         "../scripts/ablation_figure.py"
@@ -123,6 +126,6 @@ rule benchmark_legend:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("benchmark_legend.py"),
+        code=code("benchmark_legend.py"),
     script:
         "../scripts/benchmark_legend.py"

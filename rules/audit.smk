@@ -19,7 +19,7 @@ rule audit_checkpoint:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("audit_checkpoint.py"),
+        code=code("audit_checkpoint.py"),
         sources=INPUTS.checkpoint_sources,
     script:
         "../scripts/audit_checkpoint.py"
@@ -44,7 +44,7 @@ rule audit_weight_diff:
     resources:
         gpu=0,
     params:
-        code=rule_code("audit_weight_diff.py"),
+        code=code("audit_weight_diff.py"),
         # Sums of squares stream from disk; a CPU keeps up, and the job leases no card.
         device="cpu",
         names={role: c["name"] for role, c in WEIGHT_CHANGE.items()},

@@ -7,8 +7,9 @@ from skilleval.config.checks import check_input_files, validate_config
 from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
 from skilleval.config.rule_inputs import AblationInputs, RuleInputs, SourceFiles
 from skilleval.errors import ConfigError, GpuLeaseError
-from skilleval.provenance.code import SourceCache, code_fingerprint
+from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
+from skilleval.provenance.evidence import model_run_code, rule_code, trainer_run_code
 from skilleval.report.notice import simulation_notice
 from skilleval.serving.gpu import check_requests, gpu_requests, profile_cards
 from skilleval.storage.hashing import canonical
@@ -48,7 +49,6 @@ IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
 CODE_CACHE = SourceCache(CACHE_DIR / "code-cache.json")
 WORLD_DIGESTS = world_digests(config["world"], WORLD_DESIGN, CACHE_DIR, CODE_CACHE)
 PLAN = WorkflowPlan(config)
-ABLATION_INPUTS = AblationInputs(MATRIX)
 INPUTS = RuleInputs(PLAN, WORLD_DIGESTS, SOURCES)
 SCRIPTS = Path(workflow.basedir) / "scripts"
 GATE = PLAN.gate
@@ -58,12 +58,23 @@ BARE_VAL_RUN = INPUTS.run_outputs(config["ranking"]["bare_val_run"])
 BARE_VAL_INPUTS = PLAN.run_inputs(PLAN.runs[config["ranking"]["bare_val_run"]])
 
 
-def rule_code(script=None, modules=(), templates=()):
+def code(script=None, modules=(), templates=()):
     """What a rule's outputs are computed by: its script (or, for shell rules, its entry
     modules), the package modules they import and its templates. In params, so
     Snakemake's params trigger compares them."""
     script_path = SCRIPTS / script if script else None
-    return code_fingerprint(script_path, modules, templates, cache=CODE_CACHE)
+    return rule_code(script_path, modules, templates, cache=CODE_CACHE)
+
+
+# Model and trainer runs: only the code that can change their result (provenance.evidence).
+MODEL_RUN_CODE = model_run_code(CODE_CACHE)
+TRAINER_RUN_CODE = trainer_run_code(CODE_CACHE)
+try:
+    ABLATION_INPUTS = AblationInputs(
+        MATRIX, config["ablation"]["matrix"], TRAINER_RUN_CODE, SOURCES.file_digests
+    )
+except ConfigError as error:
+    sys.exit(f"skilleval: invalid config\n{error}")
 
 
 wildcard_constraints:

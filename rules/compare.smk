@@ -13,7 +13,7 @@ rule contrast:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("contrast.py"),
+        code=code("contrast.py"),
         spec=INPUTS.contrast_spec,
         statistics=canonical(config["statistics"]),
     script:
@@ -34,6 +34,6 @@ rule verdict:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("verdict.py"),
+        code=code("verdict.py"),
     script:
         "../scripts/verdict.py"

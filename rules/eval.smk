@@ -15,7 +15,7 @@ rule eval_run:
         model_server=1,
         gpu=INPUTS.run_gpus,
     params:
-        code=rule_code("eval_run.py"),
+        code=MODEL_RUN_CODE,
         sources=INPUTS.run_sources,
         inputs=INPUTS.run_params,
         journal_root=paths.JOURNAL_ROOT,

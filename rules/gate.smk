@@ -12,7 +12,7 @@ rule gate_design:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("gate_design.py"),
+        code=code("gate_design.py"),
         sources=SOURCES.digests(
             {"bank": RANKING_BANK_PATH, "split_file": BARE_VAL_INPUTS.split_file}
         ),
@@ -35,7 +35,7 @@ rule gate_masked_run:
         model_server=1,
         gpu=INPUTS.run_gpus,
     params:
-        code=rule_code("eval_run.py"),
+        code=MODEL_RUN_CODE,
         sources=INPUTS.run_sources,
         inputs=INPUTS.run_params,
         journal_root=paths.JOURNAL_ROOT,
@@ -56,7 +56,7 @@ rule gate_beta:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("gate_beta.py"),
+        code=code("gate_beta.py"),
         sources=SOURCES.digests({"bank": RANKING_BANK_PATH}),
         masked=PLAN.designs["design"].runs,
         archive=paths.GATE_ARCHIVE,
@@ -75,7 +75,7 @@ rule gate_truth_check:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("gate_truth_check.py"),
+        code=code("gate_truth_check.py"),
         checkpoint=PLAN.runs[config["ranking"]["bare_val_run"]].checkpoint,
         bank=config["ranking"]["bank"],
     script:
@@ -95,7 +95,7 @@ rule gate_experiment_b:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("gate_experiment_b.py"),
+        code=code("gate_experiment_b.py"),
         fresh=PLAN.designs["design-b"].runs,
         n_resamples=config["statistics"]["n_resamples"],
         seed=config["statistics"]["seed"],

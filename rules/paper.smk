@@ -21,7 +21,7 @@ rule paper_notice:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("paper_notice.py"),
+        code=code("paper_notice.py"),
         notice=SIMULATION_NOTICE,
     script:
         "../scripts/paper_notice.py"
@@ -35,7 +35,7 @@ rule paper_ablation_section:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code(
+        code=code(
             "paper_ablation_section.py", templates=["ablation_section.tex.j2"]
         ),
         benchmarks=list(MATRIX["benchmarks"]),
@@ -62,7 +62,7 @@ rule paper_main_table:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("paper_main_table.py", templates=["main_table.tex.j2"]),
+        code=code("paper_main_table.py", templates=["main_table.tex.j2"]),
         runs=MAIN_RUNS,
         contrasts=MAIN_CONTRASTS,
         descriptions={c: PLAN.contrasts[c].description for c in MAIN_CONTRASTS},
@@ -85,7 +85,7 @@ rule paper_forest_plot:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("paper_forest_plot.py"),
+        code=code("paper_forest_plot.py"),
         contrasts=MAIN_CONTRASTS,
     script:
         "../scripts/paper_forest_plot.py"
@@ -108,7 +108,7 @@ rule report_front:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("report_front.py"),
+        code=code("report_front.py"),
         notice=SIMULATION_NOTICE,
     script:
         "../scripts/report_front.py"
@@ -134,7 +134,7 @@ rule paper_ranking_table:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("paper_ranking_table.py", templates=["ranking_table.tex.j2"]),
+        code=code("paper_ranking_table.py", templates=["ranking_table.tex.j2"]),
         arms=[
             arm.as_json() | {"run": arm.run, "label": arm.label}
             for arm in PLAN.paper_arms
@@ -165,7 +165,7 @@ rule paper_beta_plot:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("paper_beta_plot.py"),
+        code=code("paper_beta_plot.py"),
     script:
         "../scripts/paper_beta_plot.py"
 
@@ -203,7 +203,7 @@ rule paper_pdf:
     conda:
         "../envs/latex.yaml"
     params:
-        code=rule_code("paper_pdf.py"),
+        code=code("paper_pdf.py"),
         build_dir=paths.PAPER_BUILD,
     script:
         "../scripts/paper_pdf.py"

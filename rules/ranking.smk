@@ -13,7 +13,7 @@ rule freeze_bank:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("freeze_bank.py"),
+        code=code("freeze_bank.py"),
         sources=SOURCES.digests({"bank": RANKING_BANK_PATH}),
         selection=INPUTS.frozen_arm,
     script:

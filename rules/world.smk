@@ -65,7 +65,7 @@ rule world_ground_truth:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=rule_code("world_ground_truth.py"),
+        code=code("world_ground_truth.py"),
         checkpoints=canonical(INPUTS.world_checkpoints()),
         banks=canonical(INPUTS.world_banks()),
         reference=INPUTS.ground_truth_reference(),

@@ -5,9 +5,11 @@ from skilleval.serving.gpu import export_allowed
 
 with logged(snakemake.log[0]):
     export_allowed(snakemake.resources.get("gpu_devices"))
+    inputs = RunInputs.from_settings(snakemake.params.inputs, dict(snakemake.input.items()))
     evaluate(
-        RunInputs(**snakemake.params.inputs).executed_with(snakemake.config),
+        inputs.executed_with(snakemake.config),
         snakemake.output.results,
         snakemake.output.summary,
         snakemake.params.journal_root,
+        code=snakemake.params.code,
     )

@@ -61,14 +61,19 @@ def cmd_ablation_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_ablation_run(args: argparse.Namespace) -> int:
+    import logging
+
     from skilleval.ablation.plan import load_matrix, plan
     from skilleval.ablation.run import build_and_audit
+
+    # The rule sends this command's output to the run's log.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
     matrix = load_matrix(args.matrix)
     runs = {run.run_id: run for run in plan(matrix)}
     if args.run_id not in runs:
         raise SkillevalError(f"{args.run_id!r} is not in the plan of {args.matrix}")
-    build_and_audit(runs[args.run_id], matrix, args.summary, args.audit)
+    build_and_audit(runs[args.run_id], matrix, args.summary, args.audit, args.identity, args.kept)
     return 0
 
 
@@ -113,7 +118,7 @@ def cmd_stale(args: argparse.Namespace) -> int:
     from skilleval.provenance.stale import report, stale_jobs
 
     config, root = _config(args)
-    jobs = stale_jobs(config, root, args.configfile or [], args.targets or ["paper"])
+    jobs = stale_jobs(config, root, args.configfile or [], args.targets or ["paper"], args.profile)
     print(json.dumps([j.as_json() for j in jobs], indent=1) if args.json else report(jobs))
     return 1 if jobs else 0
 
@@ -126,6 +131,23 @@ def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     root = Path(args.root)
     files = [root / f for f in ["config/config.yaml", *(args.configfile or [])]]
     config = merged_config(files)
+    profile = getattr(args, "profile", None)
+    if profile:
+        import yaml
+        from snakemake.utils import update_config
+
+        # A profile's `config:` is Snakemake's --config: it overrides every config file.
+        profile_file = next(
+            (
+                p / "config.yaml"
+                for p in (root / profile, Path(profile))
+                if (p / "config.yaml").exists()
+            ),
+            None,
+        )
+        if profile_file is None:
+            raise SkillevalError(f"--profile {profile}: no config.yaml in {root / profile}")
+        update_config(config, yaml.safe_load(profile_file.read_text()).get("config") or {})
     validate_config(config, config_sources(files))
     return config, root
 
@@ -271,6 +293,10 @@ def _add_ablation(sub: Any) -> None:
     run.add_argument("--matrix", default="config/ablation/matrix.yaml", help="ablation matrix")
     run.add_argument("--summary", required=True, help="summary JSON to write")
     run.add_argument("--audit", required=True, help="audit JSON to write")
+    run.add_argument(
+        "--identity", help="the run's evidence identity; a kept complete run of it is restored"
+    )
+    run.add_argument("--kept", help="folder of kept complete runs, by run id and identity")
     run.set_defaults(func=cmd_ablation_run)
     split = ablation_sub.add_parser("split", help="ratio split of a candidate pool (seed 42)")
     split.add_argument("benchmark", help="benchmark name of the matrix")
@@ -304,7 +330,10 @@ def _add_gpu(sub: Any) -> None:
 
 def _add_stale(sub: Any) -> None:
     stale = sub.add_parser("stale", help="stale or missing results and the paper cells they feed")
-    stale.add_argument("--configfile", action="append", help="as given to snakemake (repeatable)")
+    stale.add_argument(
+        "--configfile", action="extend", nargs="+", help="as given to snakemake (one or more)"
+    )
+    stale.add_argument("--profile", help="as given to snakemake (e.g. profiles/gpu-host)")
     stale.add_argument("--root", default=".", help="workflow directory")
     stale.add_argument("--json", action="store_true", help="print the stale jobs as JSON")
     stale.add_argument("targets", nargs="*", help="snakemake targets (none: paper)")

@@ -45,6 +45,8 @@ WEIGHT_DIFF = f"{RESULTS}/audit/weights/base-vs-final.json"
 
 ABLATION_SPLIT = f"{RESULTS}/ablation/splits/{{bench}}/{{ratio}}_seed42.json"
 ABLATION_RUN_DIR = f"{RESULTS}/ablation/{{bench}}/{{run_id}}"
+# Kept copies of complete ablation runs, by evidence identity (storage.kept).
+ABLATION_KEPT = f"{JOURNAL_ROOT}/ablation"
 ABLATION_SUMMARY = f"{ABLATION_RUN_DIR}/summary.json"
 ABLATION_LOCK = f"{RESULTS}/ablation/{{bench}}/.{{run_id}}.writer.lock"
 ABLATION_AUDIT = f"{RESULTS}/audit/ablation/{{bench}}/{{run_id}}.json"

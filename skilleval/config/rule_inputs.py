@@ -6,21 +6,28 @@ rules/common.smk builds one :class:`RuleInputs` and passes its bound methods to 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from skilleval import paths
-from skilleval.ablation.plan import PlannedRun, audit_path, group_rows, plan_fingerprint
+from skilleval.ablation.plan import (
+    PlannedRun,
+    audit_path,
+    effective_config,
+    group_rows,
+    plan_fingerprint,
+)
 from skilleval.ablation.plan import plan as plan_matrix
 from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
 from skilleval.config.plan import RunPlan, WorkflowPlan
-from skilleval.provenance.digests import FileDigests
+from skilleval.errors import ConfigError, SkillevalError
+from skilleval.provenance.digests import FileDigests, checkout_identity
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.gpu import cards_for
-from skilleval.storage.hashing import canonical
+from skilleval.storage.hashing import canonical, canonical_hash
 
+T = TypeVar("T")
 Wildcards = Any  # snakemake.io.Wildcards: attribute access to the job's wildcard values
 
 
@@ -72,15 +79,7 @@ class RuleInputs:
         return self.plan.run_inputs(self._run(wildcards))
 
     def _run_paths(self, wildcards: Wildcards) -> dict[str, str]:
-        inputs = self.run_inputs(wildcards)
-        files = {"checkpoint": inputs.checkpoint_path, "split_file": inputs.split_file}
-        if inputs.bank_path:
-            files["bank"] = inputs.bank_path
-        if inputs.mask_path:
-            files["design"] = inputs.mask_path
-        if inputs.backends["environment"] == "shopsim":
-            files["catalogue"] = inputs.catalogue
-        return files
+        return self.run_inputs(wildcards).files()
 
     def run_files(self, wildcards: Wildcards) -> dict[str, Any]:
         """The files a run reads, by role (checkpoint, split file, bank, design, catalogue)."""
@@ -93,7 +92,8 @@ class RuleInputs:
         return self.sources.digests(self._run_paths(wildcards))
 
     def run_params(self, wildcards: Wildcards) -> dict[str, Any]:
-        return dict(canonical(asdict(self.run_inputs(wildcards).for_results())))
+        """The run's settings without its file paths: those reach the job as its inputs."""
+        return dict(canonical(self.run_inputs(wildcards).settings()))
 
     def run_gpus(self, wildcards: Wildcards) -> int:
         protocol = self.plan.config["protocols"][self._run(wildcards).protocol]
@@ -109,7 +109,6 @@ class RuleInputs:
             "runs": design.runs,
             "seed": design.seed,
             "split": bare.split,
-            "split_file": bare.split_file,
         }
 
     def _masked_summaries(self, design: str) -> list[str]:
@@ -196,15 +195,70 @@ class RuleInputs:
 class AblationInputs:
     """Input functions of the ablation rules, answered from the planned matrix."""
 
-    def __init__(self, matrix: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        matrix: dict[str, Any],
+        matrix_file: str,
+        code: Mapping[str, str],
+        file_digests: FileDigests,
+    ) -> None:
         self.matrix = matrix
+        self.matrix_file = matrix_file
+        self.code = dict(code)
+        self.file_digests = file_digests
         self.ablation_runs: dict[str, PlannedRun] = {run.run_id: run for run in plan_matrix(matrix)}
+        trainer = matrix["trainer"]
+        self.checkout: dict[str, str] | None = None
+        if trainer["kind"] == "command":
+            # Read once per parse: one git call for the 216 runs.
+            self.checkout = self._identified(
+                "trainer.root",
+                trainer["root"],
+                lambda: checkout_identity(Path(trainer["root"])),
+                "point trainer.root at the git checkout of the trainer (its code is "
+                "identified by its commit and uncommitted changes)",
+            )
 
     def split_pool(self, wildcards: Wildcards) -> int:
         return int(self.matrix["benchmarks"][wildcards.bench]["pool"])
 
-    def ablation_fingerprint(self, wildcards: Wildcards) -> str:
-        return plan_fingerprint(self.ablation_runs[wildcards.run_id], self.matrix)
+    def ablation_evidence(self, wildcards: Wildcards) -> dict[str, Any]:
+        """What one ablation run's result depends on besides skilleval's code: its
+        effective config and, for the command trainer, what that trainer reads: its
+        checkout (commit and uncommitted changes), the benchmark config and split folder."""
+        run = self.ablation_runs[wildcards.run_id]
+        evidence: dict[str, Any] = {"plan": plan_fingerprint(run, self.matrix)}
+        if self.checkout is None:
+            return evidence
+        root = Path(self.matrix["trainer"]["root"])
+        config = effective_config(run, self.matrix)
+        where = f"the effective config of run {run.run_id}: "
+        return {
+            **evidence,
+            "trainer_checkout": self.checkout,
+            "benchmark_config": self._identified(
+                "env.config",
+                config["env.config"],
+                lambda: self.file_digests.file(root / str(config["env.config"])),
+                f"{where}the trainer reads this file under trainer.root; create it there",
+            ),
+            "split_dir": self._identified(
+                "env.split_dir",
+                config["env.split_dir"],
+                lambda: self.file_digests.tree(root / str(config["env.split_dir"])),
+                f"{where}the trainer reads this folder under trainer.root; create it there",
+            ),
+        }
+
+    def _identified(self, key: str, value: object, identify: Callable[[], T], fix: str) -> T:
+        try:
+            return identify()
+        except SkillevalError as error:
+            raise ConfigError(self.matrix_file, key, value, str(error), fix) from None
+
+    def ablation_identity(self, wildcards: Wildcards) -> str:
+        """The run's evidence identity: the key of its kept complete result."""
+        return canonical_hash({"code": self.code, **self.ablation_evidence(wildcards)})[:16]
 
     def memory_heavy(self, wildcards: Wildcards) -> int:
         return int(self.matrix["benchmarks"][wildcards.bench]["memory_heavy"])

@@ -1,14 +1,24 @@
 """What is stale and why, in words: Snakemake's own dry run, explained.
 
 There is one oracle: the stale outputs are exactly those of the jobs ``snakemake -n``
-would run. This module runs that dry run, decodes each job's reason (which code file,
-which config value, which input's content changed) and names the paper cells the
-outputs feed: "Table main, s0-gain: statistics.n_resamples 10000 -> 2000".
+would run, with the same profile, config files and targets. This module runs that dry
+run, decodes each job's reason (which code file, which config value, which input's
+content changed) and names the paper cells the outputs feed: "Table main, s0-gain:
+statistics.n_resamples 10000 -> 2000".
+
+Each planned model or trainer run is priced. It is conditional when a complete result of
+its current evidence identity is kept (provenance.evidence): it is planned because an
+upstream job re-runs, and if that job's output comes out identical the run restores its
+kept result and costs nothing. Otherwise it is certain: its own inputs, settings or code
+changed, or it was never built. Its price is its cards times the wall time its last
+summary recorded.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import datetime as dt
 import json
 import re
 import subprocess
@@ -16,15 +26,45 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+from skilleval import paths
 from skilleval.config.plan import WorkflowPlan
 from skilleval.errors import SkillevalError
+from skilleval.runs.journal import archive_root
 from skilleval.skills.bank import bank_hash, load_bank
 
 NOTHING = "<nothing exclusive>"
 REBUILT = "rebuilt after its inputs: "
 PARAMS_CHANGE = re.compile(r"before: (?P<before>.*?) now: (?P<now>.*?)\s*$")
+
+
+# Rules whose jobs cost model-server or trainer time.
+PRICED_RULES = ("eval_run", "gate_masked_run", "ablation_run")
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """What a planned model or trainer run is expected to cost."""
+
+    certain: bool
+    cards: int
+    last_wall_s: float | None
+
+    @property
+    def card_hours(self) -> float | None:
+        if self.last_wall_s is None:
+            return None
+        return self.cards * self.last_wall_s / 3600
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": "certain" if self.certain else "conditional",
+            "cards": self.cards,
+            "last_wall_s": self.last_wall_s,
+            "card_hours": self.card_hours,
+        }
 
 
 @dataclass(frozen=True)
@@ -33,6 +73,7 @@ class StaleJob:
     outputs: tuple[str, ...]
     reasons: tuple[str, ...]
     cells: tuple[str, ...] = field(default=())
+    cost: RunCost | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -40,13 +81,21 @@ class StaleJob:
             "outputs": list(self.outputs),
             "reasons": list(self.reasons),
             "cells": list(self.cells),
+            "cost": self.cost.as_json() if self.cost else None,
         }
 
 
-def dry_run(root: Path, configfiles: Sequence[str], targets: Sequence[str]) -> str:
+def dry_run(
+    root: Path,
+    configfiles: Sequence[str],
+    targets: Sequence[str],
+    profile: str | None = None,
+) -> str:
     """The text of ``snakemake -n`` in ``root``, as a user would run it."""
     # Targets first: --configfile takes every word after it.
     command = [sys.executable, "-m", "snakemake", *targets, "-n", "--directory", str(root)]
+    if profile:
+        command += ["--profile", profile]
     if configfiles:
         command += ["--configfile", *configfiles]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
@@ -57,24 +106,128 @@ def dry_run(root: Path, configfiles: Sequence[str], targets: Sequence[str]) -> s
     return done.stdout + done.stderr
 
 
-def parse_jobs(text: str) -> list[tuple[str, list[str], str]]:
-    """(rule, outputs, reason) of every job a dry run lists."""
-    jobs: list[tuple[str, list[str], str]] = []
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job of a dry run, as Snakemake prints it."""
+
+    rule: str
+    outputs: list[str]
+    reason: str
+    resources: dict[str, str]
+
+
+def parse_jobs(text: str) -> list[PlannedJob]:
+    """Every job a dry run lists."""
+    jobs: list[PlannedJob] = []
     rule: str | None = None
     outputs: list[str] = []
     reason = ""
+    resources: dict[str, str] = {}
     for line in [*text.splitlines(), ""]:
         stripped = line.strip()
         if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
-            rule, outputs, reason = stripped.split()[1].rstrip(":"), [], ""
+            rule, outputs, reason, resources = stripped.split()[1].rstrip(":"), [], "", {}
         elif rule and stripped.startswith("output:"):
             outputs = [o.strip() for o in stripped[len("output:") :].split(",") if o.strip()]
         elif rule and stripped.startswith("reason:"):
             reason = stripped[len("reason:") :].strip()
+        elif rule and stripped.startswith("resources:"):
+            pairs = (p.partition("=") for p in stripped[len("resources:") :].split(","))
+            resources = {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
         elif rule and (not stripped or stripped.startswith("[")):
-            jobs.append((rule, outputs, reason))
+            jobs.append(PlannedJob(rule, outputs, reason, resources))
             rule = None
     return jobs
+
+
+def last_wall_s(summary: Path) -> float | None:
+    """The wall time an earlier summary recorded: an evaluation run's execution time, a
+    trainer run's start to finish; None when there is no such summary."""
+    if not summary.exists():
+        return None
+    try:
+        record = json.loads(summary.read_text())
+    except (OSError, ValueError):
+        return None
+    provenance = record.get("provenance") or {}
+    wall = (provenance.get("execution") or {}).get("wall_s")
+    if wall is not None:
+        return float(wall)
+    started, finished = provenance.get("started_at"), provenance.get("finished_at")
+    if started and finished:
+        return (
+            dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)
+        ).total_seconds()
+    return None
+
+
+class KeptResults:
+    """Whether a planned run's current evidence identity has a complete result kept: its
+    job then restores that result instead of computing, unless an upstream job changes
+    one of its inputs first."""
+
+    def __init__(self, config: dict[str, Any], plan: WorkflowPlan, root: Path) -> None:
+        self.config, self.plan, self.root = config, plan, root
+        self._ablation: Any = None
+
+    def exists(self, job: PlannedJob) -> bool:
+        """False when nothing is kept, or when the identity cannot be computed here (an
+        input missing on this machine): the run is then counted as certain."""
+        parts = Path(next((o for o in job.outputs if o.endswith("summary.json")), "")).parts
+        try:
+            with contextlib.chdir(self.root):
+                if job.rule == "ablation_run" and len(parts) > 3:
+                    return self._ablation_kept(parts[3])
+                if job.rule == "eval_run" and len(parts) > 2:
+                    return self._run_kept(self.plan.runs[parts[2]])
+                if job.rule == "gate_masked_run" and len(parts) > 4:
+                    return self._run_kept(self.plan.masked[parts[4]])
+        except (SkillevalError, OSError, KeyError):
+            return False
+        return False
+
+    def _run_kept(self, run: Any) -> bool:
+        from skilleval.provenance.evidence import model_run_code
+        from skilleval.runs.resolve import resolve
+
+        fingerprint = resolve(self.plan.run_inputs(run), model_run_code()).fingerprint
+        return _kept(Path(paths.JOURNAL_ROOT), run.name, fingerprint)
+
+    def _ablation_kept(self, run_id: str) -> bool:
+        if self._ablation is None:
+            from skilleval.ablation.plan import load_matrix
+            from skilleval.config.rule_inputs import AblationInputs
+            from skilleval.provenance.digests import FileDigests
+            from skilleval.provenance.evidence import trainer_run_code
+
+            matrix_file = self.config["ablation"]["matrix"]
+            self._ablation = AblationInputs(
+                load_matrix(matrix_file),
+                matrix_file,
+                trainer_run_code(),
+                FileDigests(Path(".snakemake/skilleval/file-digests.json")),
+            )
+        identity = self._ablation.ablation_identity(SimpleNamespace(run_id=run_id))
+        return (Path(paths.ABLATION_KEPT) / run_id / f"{identity}.complete").is_dir()
+
+
+def _kept(journal_root: Path, run: str, fingerprint: str) -> bool:
+    """A kept complete result in the run's journal, or in an archived one it would revive."""
+    if (journal_root / run / f"{fingerprint}.complete").is_dir():
+        return True
+    archived = archive_root(journal_root / run) / run
+    return any(archived.glob(f"{fingerprint}-*/{fingerprint}.complete"))
+
+
+def run_cost(job: PlannedJob, root: Path, kept: KeptResults) -> RunCost | None:
+    if job.rule not in PRICED_RULES:
+        return None
+    summary = next((root / o for o in job.outputs if o.endswith("summary.json")), None)
+    return RunCost(
+        certain=not kept.exists(job),
+        cards=int(job.resources.get("gpu", "0") or 0),
+        last_wall_s=last_wall_s(summary) if summary else None,
+    )
 
 
 def literals(text: str) -> list[Any]:
@@ -203,23 +356,29 @@ def cells_of_run(plan: WorkflowPlan, run: str) -> list[str]:
 
 
 def stale_jobs(
-    config: dict[str, Any], root: Path, configfiles: Sequence[str], targets: Sequence[str]
+    config: dict[str, Any],
+    root: Path,
+    configfiles: Sequence[str],
+    targets: Sequence[str],
+    profile: str | None = None,
 ) -> list[StaleJob]:
     plan = WorkflowPlan(config)
+    planned = [j for j in parse_jobs(dry_run(root, configfiles, targets, profile)) if j.outputs]
     parsed = [
-        (rule, outputs, with_chunks(explain(reason, config), outputs, root))
-        for rule, outputs, reason in parse_jobs(dry_run(root, configfiles, targets))
-        if outputs
+        (j.rule, j.outputs, with_chunks(explain(j.reason, config), j.outputs, root))
+        for j in planned
     ]
     causes = root_causes(parsed)
+    kept = KeptResults(config, plan, root)
     return [
         StaleJob(
-            rule,
-            tuple(outputs),
+            job.rule,
+            tuple(job.outputs),
             tuple(causes[i]),
-            tuple(sorted({c for o in outputs for c in cells_of_output(o, plan)})),
+            tuple(sorted({c for o in job.outputs for c in cells_of_output(o, plan)})),
+            run_cost(job, root, kept),
         )
-        for i, (rule, outputs, _) in enumerate(parsed)
+        for i, job in enumerate(planned)
     ]
 
 
@@ -278,4 +437,44 @@ def report(jobs: list[StaleJob]) -> str:
         for cell in job.cells or [f"(no paper cell) {', '.join(job.outputs)}"]:
             lines.append(f"{cell}: {why}")
     outputs = sum(len(j.outputs) for j in jobs)
-    return "\n".join(sorted(set(lines))) + f"\n{len(jobs)} stale job(s), {outputs} output(s)."
+    return (
+        "\n".join(sorted(set(lines)))
+        + f"\n{len(jobs)} stale job(s), {outputs} output(s)."
+        + cost_report(jobs)
+    )
+
+
+def cost_report(jobs: list[StaleJob]) -> str:
+    """The planned model and trainer runs with their expected price, certain ones first."""
+    priced = [j for j in jobs if j.cost is not None]
+    if not priced:
+        return "\nNo model or trainer run is planned."
+    lines = ["", f"Model and trainer runs planned: {len(priced)}"]
+    for certain in (True, False):
+        group = [j for j in priced if j.cost is not None and j.cost.certain == certain]
+        if not group:
+            continue
+        known = [j.cost.card_hours for j in group if j.cost and j.cost.card_hours is not None]
+        walls = [j.cost.last_wall_s for j in group if j.cost and j.cost.last_wall_s is not None]
+        kind = "certain" if certain else "conditional (free if upstream output is identical)"
+        lines.append(
+            f"  {kind}: {len(group)} run(s), {sum(known):.2f} card-hours, "
+            f"{sum(walls) / 3600:.2f} h of run time"
+            + (
+                f"; {len(group) - len(known)} with no earlier duration"
+                if len(known) < len(group)
+                else ""
+            )
+        )
+        for job in sorted(group, key=lambda j: j.outputs):
+            cost = job.cost
+            assert cost is not None
+            price = (
+                f"{cost.cards} card(s) x {cost.last_wall_s / 3600:.3f} h = "
+                f"{cost.card_hours:.3f} card-hours"
+                if cost.last_wall_s is not None and cost.card_hours is not None
+                else f"{cost.cards} card(s), no earlier duration recorded"
+            )
+            summary = next((o for o in job.outputs if o.endswith("summary.json")), job.outputs[0])
+            lines.append(f"    {job.rule} {summary}: {price}")
+    return "\n".join(lines)

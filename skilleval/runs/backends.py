@@ -65,7 +65,7 @@ def make_policy(
 
 def make_environment(
     backend: str,
-    catalogue: str,
+    catalogue: str | None,
     split_file: str,
     split: str,
     settings: Mapping[str, Any],
@@ -73,6 +73,8 @@ def make_environment(
     outage_budget_s: float,
 ) -> Environment:
     if backend == "shopsim":
+        if catalogue is None:
+            raise SkillevalError("the simulated shop needs its catalogue; the run was given none")
         with open(catalogue) as handle:
             products = catalogue_from_json(json.load(handle), catalogue)
         with open(split_file) as handle:

@@ -1,8 +1,9 @@
 """One evaluation run: inputs resolved once -> server -> rollouts -> journal -> summary.
 
-An interrupted run resumes from its journal; a run whose inputs changed starts afresh
-while its old journal is archived. The declared outputs are written only at the coverage
-the protocol requires.
+An interrupted run resumes from its journal; a run whose evidence identity changed starts
+afresh while its old journal is archived. A run whose identity equals that of a complete
+result restores that result and stops there: no card leased, no server started. The
+declared outputs are written only at the coverage the protocol requires.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from skilleval.errors import CoverageError, OutageError
+from skilleval.provenance.evidence import model_run_code
 from skilleval.provenance.record import provenance
 from skilleval.runs.backends import make_backends, make_service
 from skilleval.runs.inputs import RunInputs, results_protocol
@@ -75,9 +77,40 @@ def evaluate(
     journal_root: str,
     fault_rate: float = 0.0,
     retry: RetryPolicy | None = None,
+    code: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """``code``: the run's evidence code as the graph computed it (params); computed here
+    when the run is started outside the graph."""
     started = time.monotonic()
-    resolved = resolve(inputs)
+    code = dict(code) if code is not None else model_run_code()
+    resolved = resolve(inputs, code)
+    outputs = {"results.jsonl": results_path, "summary.json": summary_path}
+    journal = Journal(Path(journal_root), inputs.run, resolved.fingerprint, resolved.identity, code)
+    with journal:
+        if journal.complete.restore(outputs):
+            log.info(
+                "run %s: evidence unchanged (fingerprint %s): its complete result is restored "
+                "from %s; no card leased, no server started",
+                inputs.run,
+                resolved.fingerprint,
+                journal.complete_dir,
+            )
+            return RunSummary.read(summary_path).as_json()
+        record = _evaluate(inputs, resolved, journal, outputs, fault_rate, retry, started)
+        journal.complete.keep(outputs)
+    return record
+
+
+def _evaluate(
+    inputs: RunInputs,
+    resolved: ResolvedRun,
+    journal: Journal,
+    outputs: Mapping[str, str],
+    fault_rate: float,
+    retry: RetryPolicy | None,
+    started: float,
+) -> dict[str, Any]:
+    results_path, summary_path = outputs["results.jsonl"], outputs["summary.json"]
     server = inputs.protocol["model_server"]
     kind = inputs.backends.get("model_server", "none")
     with served(kind, inputs.run, inputs.checkpoint_path, server) as running:
@@ -95,9 +128,7 @@ def evaluate(
             return run_episode(policy, environment, task_id, prompt, max_steps, repeat, deadline_s)
 
         with resume_hint(summary_path):
-            records, stats, journal_path = _run_all(
-                inputs, resolved, episode, journal_root, retry, ledger
-            )
+            records, stats = _run_all(inputs, resolved, episode, journal, retry, ledger)
         service_end = service.identity()
     summary = {
         "run": inputs.run,
@@ -114,7 +145,7 @@ def evaluate(
             **_service(service_start, service_end),
             "identity_check": service.identity_check,
         },
-        "execution": {"journal": journal_path, "writers": 1},
+        "execution": {"journal": str(journal.path), "writers": 1},
         "provenance": {**provenance(), "execution": _execution(stats, started)},
     }
     atomic.write_jsonl(results_path, records)
@@ -146,10 +177,10 @@ def _run_all(
     inputs: RunInputs,
     resolved: ResolvedRun,
     episode: EpisodeFn,
-    journal_root: str,
+    journal: Journal,
     retry: RetryPolicy | None,
     ledger: RetryLedger,
-) -> tuple[list[dict[str, Any]], RunStats, str]:
+) -> tuple[list[dict[str, Any]], RunStats]:
     """Every episode not yet journaled; refuses to go on below the required coverage."""
     runtime = inputs.protocol["runtime"]
     log.info(
@@ -160,25 +191,18 @@ def _run_all(
         len(resolved.keys),
         inputs.protocol_name,
     )
-    with Journal(Path(journal_root), inputs.run, resolved.fingerprint, resolved.identity) as j:
-        stats = run_episodes(
-            resolved.keys,
-            episode,
-            j,
-            runtime["concurrency"],
-            inputs.run,
-            retry,
-            ledger=ledger,
-        )
-        records = [j.records[k] for k in sorted(resolved.keys) if k in j.records]
-        journal_path = str(j.path)
+    stats = run_episodes(
+        resolved.keys, episode, journal, runtime["concurrency"], inputs.run, retry, ledger=ledger
+    )
+    records = [journal.records[k] for k in sorted(resolved.keys) if k in journal.records]
+    journal_path = str(journal.path)
     required = inputs.protocol["metrics"]["required_coverage"]
     if len(records) / len(resolved.keys) < required:
         raise CoverageError(
             f"run {inputs.run!r}: coverage {len(records)}/{len(resolved.keys)} is below the "
             f"required {required}; finished tasks are kept in {journal_path}. Re-run to resume."
         )
-    return records, stats, journal_path
+    return records, stats
 
 
 def _service(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:

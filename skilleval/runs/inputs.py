@@ -6,8 +6,18 @@ Kept free of heavy imports: rules/common.smk imports it when the workflow is par
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+# The files a run reads: role (as the rules name its inputs) -> RunInputs field. Their
+# paths are no part of what a run computes; their contents are compared by digest.
+FILE_FIELDS = {
+    "checkpoint": "checkpoint_path",
+    "split_file": "split_file",
+    "bank": "bank_path",
+    "design": "mask_path",
+    "catalogue": "catalogue",
+}
 
 # How a run is executed, not what it computes: these never change a fingerprint or make a
 # run stale, so a run stopped by an outage resumes after the budget is raised.
@@ -37,13 +47,35 @@ class RunInputs:
     split_file: str
     split: str
     backends: dict[str, str]
-    catalogue: str
+    catalogue: str | None
     mask_path: str | None = None
     mask_run: str | None = None
 
     def for_results(self) -> RunInputs:
         """These inputs without the settings that only decide how the run is executed."""
         return replace(self, protocol=results_protocol(self.protocol))
+
+    def files(self) -> dict[str, str]:
+        """The files the run reads, by role; the catalogue only where the simulated shop
+        is the environment."""
+        found = {role: getattr(self, field) for role, field in FILE_FIELDS.items()}
+        if self.backends["environment"] != "shopsim":
+            found.pop("catalogue")
+        return {role: path for role, path in found.items() if path}
+
+    def settings(self) -> dict[str, Any]:
+        """What the run computes with apart from its files: the graph compares these, and
+        each file by its content digest, so a copy under another path changes nothing."""
+        values = asdict(self.for_results())
+        for field in FILE_FIELDS.values():
+            values.pop(field)
+        return values
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], files: Mapping[str, str]) -> RunInputs:
+        """The inputs of a job: its settings with the paths of the files it was given."""
+        paths: dict[str, Any] = {field: files.get(role) for role, field in FILE_FIELDS.items()}
+        return cls(**settings, **paths)
 
     def executed_with(self, config: Mapping[str, Any]) -> RunInputs:
         """These inputs with the execution-only settings the config holds now (a job gets

@@ -1,17 +1,27 @@
-"""Append-only run journals that survive kills, keyed by the run's fingerprint.
+"""Append-only run journals that survive kills, keyed by the run's evidence identity.
 
-The journal lives outside Snakemake's declared outputs (which Snakemake deletes when a
-job fails), so finished tasks are never lost. A journal written under another fingerprint
-is moved to the archive with a record of why, never reused and never deleted. One writer
-per run is enforced with an OS file lock, which the kernel releases even on SIGKILL.
+The fingerprint is the run's evidence identity (provenance.evidence): its inputs' contents
+and the code that can change an episode. The journal lives outside Snakemake's declared
+outputs (which Snakemake deletes before a job runs and when it fails), so finished tasks
+are never lost. A journal written under another fingerprint is moved to the archive with a
+record of why, never reused under the new one and never deleted; when the fingerprint
+comes back (a reverted edit), its archived journal is moved back and reused.
+
+A run that completes keeps a copy of its outputs beside its journal. A later job of the
+same fingerprint restores them byte for byte instead of running anything: that is the
+early cutoff that spares a card lease and a server start when an upstream output came
+out identical. One writer per run is enforced with an OS file lock, which the kernel
+releases even on SIGKILL.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +29,10 @@ from filelock import FileLock, Timeout
 
 from skilleval.errors import RunLockedError
 from skilleval.storage.atomic import disk_error
+from skilleval.storage.kept import KeptOutputs
 from skilleval.storage.records import FORMAT_VERSIONS, versioned
+
+log = logging.getLogger(__name__)
 
 RecordKey = tuple[str, int]
 
@@ -58,12 +71,23 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
 
 
 class Journal:
-    def __init__(self, root: Path, run: str, fingerprint: str, identity: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        run: str,
+        fingerprint: str,
+        identity: dict[str, Any],
+        code: Mapping[str, str] | None = None,
+    ) -> None:
         self.dir = Path(root) / run
         self.run = run
         self.fingerprint = fingerprint
         self.identity = identity
+        self.code = dict(code or {})
         self.path = self.dir / f"{fingerprint}.jsonl"
+        self.complete_dir = self.dir / f"{fingerprint}.complete"
+        # The outputs of this fingerprint's complete run, for a later job to restore.
+        self.complete = KeptOutputs(self.complete_dir)
         self._lock = FileLock(str(self.dir / ".writer.lock"))
         self._fd: int | None = None
         self.records: dict[RecordKey, dict[str, Any]] = {}
@@ -84,6 +108,7 @@ class Journal:
             ) from None
         (self.dir / ".writer.pid").write_text(str(os.getpid()))
         self._archive_superseded()
+        self._revive_archived()
         records, intact = read_journal(self.path)
         if self.path.exists() and intact < self.path.stat().st_size:
             with open(self.path, "r+b") as handle:
@@ -96,7 +121,14 @@ class Journal:
         if not meta.exists():
             meta.write_text(
                 json.dumps(
-                    versioned("journal_meta", {"fingerprint": self.fingerprint, **self.identity}),
+                    versioned(
+                        "journal_meta",
+                        {
+                            "fingerprint": self.fingerprint,
+                            **self.identity,
+                            "evidence_code": self.code,
+                        },
+                    ),
                     indent=1,
                 )
             )
@@ -124,6 +156,27 @@ class Journal:
             raise disk_error(self.path, error, kept) or error from None
         self.records[record_key(record)] = record
 
+    def _revive_archived(self) -> None:
+        """Move this fingerprint's most recently archived journal back, when none is here."""
+        if self.path.exists():
+            return
+        archived = sorted(
+            (archive_root(self.dir) / self.run).glob(f"{self.fingerprint}-*"),
+            key=lambda folder: folder.name.rsplit("-", 1)[-1],
+        )
+        if not archived:
+            return
+        source = archived[-1]
+        for name in (self.path.name, f"{self.fingerprint}.meta.json", self.complete_dir.name):
+            if (source / name).exists():
+                shutil.move(str(source / name), self.dir / name)
+        log.info(
+            "run %s: fingerprint %s was built before; its journal is moved back from %s",
+            self.run,
+            self.fingerprint,
+            source,
+        )
+
     def _archive_superseded(self) -> None:
         for old in sorted(self.dir.glob("*.jsonl")):
             old_fp = old.stem
@@ -137,22 +190,29 @@ class Journal:
             changed = sorted(
                 k
                 for k in set(old_meta) | set(self.identity)
-                if k not in ("fingerprint", "format_version")
+                if k not in ("fingerprint", "format_version", "evidence_code")
                 and old_meta.get(k) != self.identity.get(k)
             )
+            old_code = old_meta.get("evidence_code") or {}
+            changed_code = sorted(
+                f for f in set(old_code) | set(self.code) if old_code.get(f) != self.code.get(f)
+            )
             shutil.move(str(old), target / old.name)
-            if old_meta_path.exists():
-                shutil.move(str(old_meta_path), target / old_meta_path.name)
+            for kept in (old_meta_path, self.dir / f"{old_fp}.complete"):
+                if kept.exists():
+                    shutil.move(str(kept), target / kept.name)
             (target / "why.json").write_text(
                 json.dumps(
                     versioned(
                         "archive_note",
                         {
-                            "reason": "fingerprint changed: the run's inputs differ, so its "
-                            "finished tasks cannot be reused",
+                            "reason": "fingerprint changed: the run's inputs or the code "
+                            "that computes its episodes differ, so its finished tasks "
+                            "cannot be reused",
                             "old_fingerprint": old_fp,
                             "new_fingerprint": self.fingerprint,
                             "changed_inputs": changed,
+                            "changed_code": changed_code,
                             "archived_at": stamp,
                         },
                     ),

@@ -58,6 +58,7 @@ class RunSummary(WithMetrics):
     backends: dict[str, str]
     sim_policy_version: int | None
     mask_hash: str | None = None
+    code_fingerprint: str
     fingerprint: str
     protocol_values: dict[str, Any]
     chunk_hashes: dict[str, str]

@@ -1,7 +1,8 @@
 """Resolving a run's inputs once: files read, hashed and turned into what the loop needs.
 
-The fingerprint covers everything the per-task results depend on; the journal is keyed
-by it. Nothing after this step reads the run's input files again.
+The fingerprint is the run's evidence identity: the contents of everything the per-task
+results depend on and the code that computes them (provenance.evidence), never a path.
+The journal is keyed by it. Nothing after this step reads the run's input files again.
 """
 
 from __future__ import annotations
@@ -86,10 +87,12 @@ def masked_prompts(
     }
 
 
-def resolve(inputs: RunInputs) -> ResolvedRun:
+def resolve(inputs: RunInputs, code: Mapping[str, str]) -> ResolvedRun:
+    """``code``: the evidence code of the run (provenance.evidence.model_run_code)."""
     skills = load_bank(inputs.bank_path, inputs.bank_chunks) if inputs.bank_path else []
     skills_hash = bank_hash(skills) if inputs.bank_path else None
     ident = identity(inputs, checked_checkpoint(inputs), skills_hash)
+    ident["code_fingerprint"] = canonical_hash(dict(code))[:16]
     task_ids = load_task_ids(inputs.split_file, inputs.split)
     if inputs.mask_path and inputs.mask_run:
         prompts = masked_prompts(skills, task_ids, inputs.mask_path, inputs.mask_run)

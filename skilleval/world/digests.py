@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skilleval.provenance.code import MEMORY, SourceCache, code_fingerprint
+from skilleval.provenance.code import MEMORY, SourceCache
+from skilleval.provenance.evidence import rule_code
 from skilleval.storage import atomic
 from skilleval.storage.hashing import canonical_hash
 from skilleval.world.design import WorldDesign
@@ -60,7 +61,7 @@ def world_digests(
     code_cache: SourceCache = MEMORY,
 ) -> dict[str, str]:
     """Digests of every generated world file, from the cache when nothing changed."""
-    code = code_fingerprint(modules=["skilleval.world.generate"], cache=code_cache)
+    code = rule_code(modules=["skilleval.world.generate"], cache=code_cache)
     designs = {
         "checkpoints": {n: d.as_params() for n, d in design.checkpoints.items()},
         "banks": {n: d.as_params() for n, d in design.banks.items()},

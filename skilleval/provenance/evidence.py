@@ -1,0 +1,191 @@
+"""Evidence identity: what can change a model or trainer run's result, decided in one place.
+
+A model run's result is its episodes and the summary made of them; a trainer run's is its
+trainer's scores and their audit. Its identity is the content of the inputs it reads plus
+the code that can change that result; paths, mtimes and run names are never part of it.
+The graph puts the code part in params (Snakemake's params trigger), the run journal is
+keyed by the whole identity, and a job whose identity equals that of its complete result
+restores that result instead of leasing a card, starting a server or launching a trainer.
+
+Every ``skilleval`` module that a run's code imports is classified below, as evidence or
+not, with the reason. A module in neither table counts as evidence, so an unknown never
+lets an old result pass for current, and tests/test_evidence.py fails, naming it, until it
+is classified.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from skilleval.provenance.code import (
+    MEMORY,
+    PACKAGE_ROOT,
+    SourceCache,
+    code_fingerprint,
+    module_closure,
+    module_path,
+)
+
+SCRIPTS = PACKAGE_ROOT.parent / "scripts"
+
+# The entry points of the runs that cost model or trainer time, as the rules start them.
+MODEL_RUN_SCRIPT = "eval_run.py"
+TRAINER_RUN_MODULES = ("skilleval.ablation.run",)
+
+# Module (or package, covering everything under it) -> why it can change a result.
+EVIDENCE: dict[str, str] = {
+    "skilleval.runs.rollout": "the rollout loop: turns, stops, what each step records",
+    "skilleval.runs.resolve": "the system prompt per task and which episodes a run holds",
+    "skilleval.runs.tasks": "which tasks a split names",
+    "skilleval.runs.inputs": "which protocol values a run computes with",
+    "skilleval.runs.backends": "which policy and environment a run is given",
+    "skilleval.runs.runner": "which episodes run and which failures are restarted",
+    "skilleval.runs.evaluation": "the summary's metrics, computed from the episodes",
+    "skilleval.runs.records": "the summary's fields",
+    "skilleval.policy": "the policy: the sim decision rule, the OpenAI client's requests",
+    "skilleval.env": "the environment adapter and its wire format",
+    "skilleval.skills": "skill parsing and how skills are rendered into the prompt",
+    "skilleval.world": "the simulated world: shop, tasks and rewards of the default world",
+    "skilleval.serving.launcher": "the server's launch flags (sampling defaults, model name)",
+    "skilleval.checkpoints.tensors": "the weights the sim policy acts on, as read",
+    "skilleval.checkpoints.layout": "which files of a checkpoint are served",
+    "skilleval.ablation.run": "what one ablation run builds",
+    "skilleval.ablation.trainer": "the trainers: the sim model of training, the launch line",
+    "skilleval.ablation.plan": "each run's effective trainer config",
+    "skilleval.ablation.splits": "the ratio splits the trainer is given",
+    "skilleval.ablation.audit": "the audit written beside each run",
+    "skilleval.ablation.records": "the ablation summary's fields",
+}
+
+# Module (or package) -> why it cannot change a run's result.
+NOT_EVIDENCE: dict[str, str] = {
+    "skilleval.errors": "error messages",
+    "skilleval.logs": "the log format",
+    "skilleval.paths": "where files live; a run's content digests do not depend on it",
+    "skilleval.storage": "atomic writes, hashing and record versions: how files are written",
+    "skilleval.provenance": "provenance blocks: who built a result, when, from which code",
+    "skilleval.config": "config loading and validation: values reach a run as its inputs",
+    "skilleval.checkpoints.files": "checkpoint fingerprints: part of the identity itself",
+    "skilleval.runs.journal": "where finished episodes are kept",
+    "skilleval.serving.gpu": "which card a server runs on, never what it computes",
+    "skilleval.serving.owners": "who owns a server, for cleaning up after kills",
+    "skilleval.serving.processes": "ports, labels and stopping servers",
+    "skilleval.serving.containers": "running a server in Docker instead of a process",
+    "skilleval.serving.outage": "waiting for a server that is down; the request is the same",
+    "skilleval.serving.service": "checking the server's identity: it refuses, never changes",
+    "skilleval.serving.probe": "the lease probe job",
+    "skilleval.ablation.checks": "matrix validation: a valid matrix builds the same runs",
+}
+
+
+@cache
+def is_package_marker(module: str) -> bool:
+    """A package whose ``__init__`` holds nothing but its docstring and version string:
+    importing it runs no code. It is no package entry above, so that a new module under
+    it is not taken as classified."""
+    path = module_path(module)
+    if path is None or path.name != "__init__.py":
+        return False
+    body = ast.parse(path.read_text()).body
+    return all(
+        (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+        or (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == ["__version__"]
+        )
+        for node in body
+    )
+
+
+# Modules no rule's output depends on, whatever the rule: what they hold is only ever shown
+# to a person. Every rule's code fingerprint leaves them out (rule_code).
+OUTPUT_NEUTRAL: dict[str, str] = {
+    "skilleval.errors": "error messages",
+    "skilleval.logs": "the log format",
+}
+
+
+def rule_code(
+    script: str | Path | None = None,
+    modules: Sequence[str] = (),
+    templates: Sequence[str] = (),
+    cache: SourceCache = MEMORY,
+) -> dict[str, str]:
+    """File -> digest of what a cheap rule's outputs are computed by: its script, the
+    modules it imports but the output-neutral ones, and its templates."""
+    neutral = {m.replace(".", "/") for m in OUTPUT_NEUTRAL}
+    return {
+        file: digest
+        for file, digest in code_fingerprint(script, modules, templates, cache).items()
+        if _module_stem(file) not in neutral
+    }
+
+
+def classification(module: str) -> tuple[bool, str] | None:
+    """(is evidence, why) from the most specific entry naming the module or a package
+    above it; None when no entry does."""
+    if is_package_marker(module):
+        return False, "a package marker: it runs no code"
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        name = ".".join(parts[:end])
+        if name in EVIDENCE:
+            return True, EVIDENCE[name]
+        if name in NOT_EVIDENCE:
+            return False, NOT_EVIDENCE[name]
+    return None
+
+
+def counts_as_evidence(module: str) -> bool:
+    found = classification(module)
+    return found is None or found[0]
+
+
+def unclassified(modules: Sequence[str]) -> list[str]:
+    return [m for m in modules if classification(m) is None]
+
+
+def entry_modules(script: str | None, modules: Sequence[str], cache: SourceCache) -> list[str]:
+    entries = list(modules)
+    if script is not None:
+        entries += cache.entry(SCRIPTS / script)[1]
+    return entries
+
+
+def run_closure(
+    script: str | None = None, modules: Sequence[str] = (), cache: SourceCache = MEMORY
+) -> list[str]:
+    """Every skilleval module a run's code imports."""
+    return module_closure(entry_modules(script, modules, cache), cache)
+
+
+def evidence_code(
+    script: str | None = None, modules: Sequence[str] = (), cache: SourceCache = MEMORY
+) -> dict[str, str]:
+    """File -> digest of the run's script and of the modules that can change its result."""
+    fingerprint = code_fingerprint(SCRIPTS / script if script else None, modules, cache=cache)
+    evidence_files = {
+        m.replace(".", "/") for m in run_closure(script, modules, cache) if counts_as_evidence(m)
+    }
+    return {
+        file: digest
+        for file, digest in fingerprint.items()
+        if file.startswith("scripts/") or _module_stem(file) in evidence_files
+    }
+
+
+def model_run_code(cache: SourceCache = MEMORY) -> dict[str, str]:
+    return evidence_code(MODEL_RUN_SCRIPT, cache=cache)
+
+
+def trainer_run_code(cache: SourceCache = MEMORY) -> dict[str, str]:
+    return evidence_code(modules=TRAINER_RUN_MODULES, cache=cache)
+
+
+def _module_stem(file: str) -> str:
+    """skilleval/a/b.py -> skilleval/a/b; skilleval/a/__init__.py -> skilleval/a."""
+    path = Path(file)
+    return str(path.parent if path.name == "__init__.py" else path.with_suffix(""))
