@@ -246,3 +246,31 @@ def test_two_runs_at_once_get_their_own_ports_and_both_complete(
         set(served_name(s).split("/gpu")[1].split("/")[0].split("-")) for s in summaries.values()
     )
     assert len(first) == len(second) == 4 and not first & second and "0" not in first | second
+
+
+def test_a_run_whose_result_is_kept_starts_no_server_and_leases_no_card(
+    small_world: Path, tmp_path: Path, lock_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    inputs = process_inputs(small_world, "base-S0", free_port())
+    results, summary, journal = (str(tmp_path / n) for n in ("r.jsonl", "s.json", "journal"))
+    caplog.set_level("INFO")
+    first = evaluate(inputs, results, summary, journal)
+    launched = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("GPU lease: devices") for m in launched)
+    assert any(m.startswith("model server pid") for m in launched)
+    assert first["service"]["start"]["models"] == [served_name(first)]
+    built = {p: Path(p).read_bytes() for p in (results, summary)}
+    for path in built:
+        Path(path).unlink()  # Snakemake deletes a job's outputs before it runs it
+    leases = {p.name: p.stat().st_mtime_ns for p in lock_dir.iterdir()}
+    caplog.clear()
+
+    evaluate(inputs, results, summary, journal)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("no card leased, no server started" in m for m in messages)
+    assert not any(
+        m.startswith(("GPU lease", "model server", "run base-S0: GPUs")) for m in messages
+    )
+    assert {p.name: p.stat().st_mtime_ns for p in lock_dir.iterdir()} == leases
+    assert read_labels(lock_dir) == []
+    assert {p: Path(p).read_bytes() for p in built} == built

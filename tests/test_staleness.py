@@ -7,7 +7,9 @@ workflow copy carries its own copy of the package, so code edits stay inside it.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -35,21 +37,68 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return workdir
 
 
-def stale(workdir: Path, *args: str) -> dict[str, set[str]]:
+def stale(
+    workdir: Path, *args: str, configfiles: tuple[str, ...] = ("config/small.yaml",)
+) -> dict[str, set[str]]:
     """Rule -> stale outputs, asserting that the dry run and skilleval stale agree."""
-    jobs = dry_run_outputs(workdir, *args, *CONFIG)
+    return stale_and_costs(workdir, *args, configfiles=configfiles)[0]
+
+
+def stale_and_costs(
+    workdir: Path, *args: str, configfiles: tuple[str, ...] = ("config/small.yaml",)
+) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """(rule -> stale outputs, run summary -> certain or conditional), asserting that the
+    dry run and skilleval stale agree on the outputs."""
+    jobs = dry_run_outputs(workdir, *args, "--configfile", *configfiles)
     jobs.pop("paper", None)
     targets = [a for a in args if not a.startswith("-")] or ["paper"]
     command = [sys.executable, "-m", "skilleval.cli", "stale", "--json", "--root", str(workdir),
-               "--configfile", "config/small.yaml", *targets]  # fmt: skip
+               *targets, "--configfile", *configfiles]  # fmt: skip
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
     assert done.returncode in (0, 1), done.stderr
     told: dict[str, set[str]] = {}
+    costs: dict[str, str] = {}
     for job in json.loads(done.stdout):
         if job["rule"] != "paper":
             told.setdefault(job["rule"], set()).update(job["outputs"])
+        if job["cost"]:
+            summary = next(o for o in job["outputs"] if o.endswith("summary.json"))
+            costs[summary] = job["cost"]["kind"]
     assert told == {rule: outputs for rule, outputs in jobs.items() if outputs}
-    return jobs
+    return jobs, costs
+
+
+MODEL_RULES = ("eval_run", "gate_masked_run", "ablation_run")
+STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+PROGRESS = re.compile(r"\] (\d+)/\d+ tasks .*?done, reused (\d+)")
+
+
+def model_runs(jobs: dict[str, set[str]]) -> set[str]:
+    """The summaries of the planned model and trainer runs."""
+    return {o for r in MODEL_RULES for o in jobs.get(r, ()) if o.endswith("summary.json")}
+
+
+def build_and_count(workdir: Path, *configfiles: str) -> dict[str, int]:
+    """Build the paper; model or trainer run log -> episodes (or trainer launches) its job
+    computed in this build: 0 for a job that restored its kept result."""
+    started = dt.datetime.now() - dt.timedelta(seconds=1)
+    snakemake(workdir, "paper", "-j", "2", "--configfile", *(configfiles or CONFIG[1:]))
+    computed: dict[str, int] = {}
+    for path in (workdir / "results" / "logs").rglob("*.log"):
+        new = "\n".join(
+            line
+            for line in path.read_text().splitlines()
+            if STAMP.match(line) and dt.datetime.fromisoformat(line[:19]) >= started
+        )
+        name = str(path.relative_to(workdir / "results" / "logs"))
+        if "evidence unchanged" in new:
+            computed[name] = 0
+        elif progress := PROGRESS.findall(new):
+            done, reused = progress[-1]
+            computed[name] = int(done) - int(reused)
+        elif name.startswith("ablation/") and name.count("/") == 2 and new:
+            computed[name] = 1
+    return computed
 
 
 @contextmanager
@@ -298,3 +347,111 @@ def test_two_clean_builds_in_different_directories_are_identical(
             if not twin.exists() or comparable(path) != comparable(twin):
                 differing.append(str(relative))
     assert compared > 1000 and differing == [], differing[:20]
+
+
+# The evidence-identity corpus (issue 23): for each edit, which model or trainer runs are
+# planned, and what the build then computes.
+
+
+def test_a_message_or_a_log_format_plans_nothing(built: Path) -> None:
+    errors = built / "skilleval" / "errors.py"
+    with edited(errors, lambda t: t.replace("\\n  fix: {fix}", "\\n  how to fix: {fix}")):
+        assert stale(built, "paper") == {}
+    logs = built / "skilleval" / "logs.py"
+    bracketed = "%(asctime)s [%(levelname)s]"
+    with edited(logs, lambda t: t.replace("%(asctime)s %(levelname)s", bracketed)):
+        assert stale(built, "paper") == {}
+
+
+def test_a_table_renderer_edit_plans_no_run(built: Path) -> None:
+    module = built / "skilleval" / "report" / "latex.py"
+    with edited(module, lambda t: t + "\ndef unused_renderer() -> None:\n    return None\n"):
+        assert model_runs(stale(built, "paper")) == set()
+
+
+def test_a_statistics_helper_reruns_the_bank_freeze_but_computes_no_episode(built: Path) -> None:
+    module = built / "skilleval" / "analysis" / "bootstrap.py"
+    ranked = {f"results/runs/{r}/summary.json" for r in RANKED}
+    before = {r: (built / r).read_bytes() for r in ranked}
+    with edited(module, lambda t: t + "\ndef unused_helper() -> int:\n    return 1\n"):
+        jobs, costs = stale_and_costs(built, "paper")
+        assert model_runs(jobs) == ranked
+        assert set(costs.values()) == {"conditional"}  # the frozen banks may come out the same
+        computed = build_and_count(built)
+    assert {computed[f"runs/{r}.log"] for r in RANKED} == {0}
+    assert {r: (built / r).read_bytes() for r in ranked} == before
+    assert build_and_count(built).get("runs/rank-top-4.log") == 0  # the revert, likewise
+    assert stale(built, "paper") == {}
+
+
+RANKED = ("rank-top-4", "rank-bottom-4", "rank-random-4-20260907")
+EVERY_RUN = 20  # 8 evaluation runs and 12 masked Gate A runs of the small world
+
+
+def test_a_rollout_edit_recomputes_every_episode_and_its_revert_restores_them(
+    built: Path,
+) -> None:
+    module = built / "skilleval" / "runs" / "rollout.py"
+    old = "        while steps < max_steps:"
+    with edited(module, lambda t: t.replace(old, "        while steps < max_steps - 5:")):
+        jobs, costs = stale_and_costs(built, "paper")
+        assert len(model_runs(jobs)) == EVERY_RUN and set(costs.values()) == {"certain"}
+        computed = build_and_count(built)
+    episodes = {name: n for name, n in computed.items() if name.startswith(("runs/", "gate/"))}
+    assert len(episodes) == EVERY_RUN and set(episodes.values()) == {48}  # 0 reused
+    # Back to the old code: every run restores what it had, from its archived journal.
+    computed = build_and_count(built)
+    restored = {name: n for name, n in computed.items() if name.startswith(("runs/", "gate/"))}
+    assert len(restored) == EVERY_RUN and set(restored.values()) == {0}
+    assert stale(built, "paper") == {}
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new"),
+    [
+        ("policy/sim.py", "TASK_CORRELATION = 0.9", "TASK_CORRELATION = 0.8"),
+        ("world/shopsim.py", '{"reward": strict,', '{"reward": 0.9 * strict,'),
+        ("skills/bank.py", '"### Skill {s.chunk_id}', '"## Skill {s.chunk_id}'),
+    ],
+    ids=["sim-policy", "env-reward", "skill-rendering"],
+)
+def test_a_behaviour_edit_makes_every_run_that_uses_it_certain(
+    built: Path, module: str, old: str, new: str
+) -> None:
+    with edited(built / "skilleval" / module, lambda t: t.replace(old, new, 1)):
+        jobs, costs = stale_and_costs(built, "paper")
+    assert len(model_runs(jobs)) == EVERY_RUN and set(costs.values()) == {"certain"}
+    assert not any(rule.startswith("ablation") for rule in jobs)
+
+
+def test_identical_copies_under_new_paths_plan_nothing(built: Path) -> None:
+    originals = {
+        "bank": built / "results/world/banks/S0.md",
+        "split": built / "results/world/persona_splits.v1.json",
+        "checkpoint": built / "results/world/checkpoints/final/model.safetensors",
+    }
+
+    def overlay(folder: str) -> str:
+        copies = {role: built / folder / path.name for role, path in originals.items()}
+        for role, path in originals.items():
+            copies[role].parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, copies[role])
+        tasks = f"{{split_file: {folder}/{originals['split'].name}, split: test}}"
+        text = (
+            f"banks:\n  S0: {{path: {folder}/S0.md}}\n"
+            f"checkpoints:\n  final: {{path: {folder}/model.safetensors}}\n"
+            "protocols:\n"
+            + "".join(f"  {p}:\n    tasks: {tasks}\n" for p in ("local-sglang", "hosted-api"))
+        )
+        (built / "config" / f"{folder}.yaml").write_text(text)
+        return f"config/{folder}.yaml"
+
+    # From built files to files the graph only reads: the runs restore what they had.
+    first = overlay("copies-a")
+    computed = build_and_count(built, "config/small.yaml", first)
+    assert computed and set(computed.values()) == {0}
+    # From one copy to another: nothing is planned at all.
+    second = overlay("copies-b")
+    assert stale(built, "paper", configfiles=("config/small.yaml", second)) == {}
+    build_and_count(built)
+    assert stale(built, "paper") == {}

@@ -42,6 +42,7 @@ def build_and_audit(
             kept.folder,
         )
         return
+    log.info("ablation run %s: training with the %s trainer", run.run_id, matrix["trainer"]["kind"])
     build_run(run, matrix, summary_path)
     write_audit(run, matrix, summary_path, audit_path)
     if kept is not None:

@@ -25,9 +25,13 @@ EXECUTION_ONLY_RUNTIME = ("outage_budget_s",)
 
 
 def results_protocol(protocol: Mapping[str, Any]) -> dict[str, Any]:
-    """The protocol's values that decide what a run computes."""
+    """The protocol's values that decide what a run computes. The split file's path is no
+    such value: the run reads that file as an input and compares it by content."""
     runtime = {k: v for k, v in protocol["runtime"].items() if k not in EXECUTION_ONLY_RUNTIME}
-    return {**protocol, "runtime": runtime}
+    values = {**protocol, "runtime": runtime}
+    if "tasks" in protocol:
+        values["tasks"] = {k: v for k, v in protocol["tasks"].items() if k != "split_file"}
+    return values
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,209 @@
+"""Evidence identity: which code counts, what a run is keyed by, and the early cutoff.
+
+The graph-level corpus (edits on a built graph, each followed by a dry run and a build)
+is in tests/test_staleness.py; these are the same guarantees one layer down.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from skilleval.ablation import run as ablation_run
+from skilleval.ablation.plan import effective_config, load_matrix, plan
+from skilleval.config.rule_inputs import AblationInputs
+from skilleval.errors import ConfigError
+from skilleval.provenance import evidence
+from skilleval.provenance.code import SourceCache
+from skilleval.provenance.digests import FileDigests
+from skilleval.runs import evaluation
+from skilleval.runs.evaluation import evaluate
+from skilleval.runs.inputs import FILE_FIELDS, RunInputs
+from skilleval.runs.resolve import resolve
+from tests.conftest import REPO, run_inputs
+
+MATRIX_FILE = REPO / "config" / "ablation" / "matrix.yaml"
+
+
+@pytest.mark.parametrize(
+    "closure",
+    [
+        evidence.run_closure(evidence.MODEL_RUN_SCRIPT),
+        evidence.run_closure(modules=evidence.TRAINER_RUN_MODULES),
+    ],
+    ids=["model run", "trainer run"],
+)
+def test_every_module_a_run_imports_is_declared_evidence_or_not(closure: list[str]) -> None:
+    missing = evidence.unclassified(closure)
+    assert missing == [], (
+        f"{missing}: add each to EVIDENCE or NOT_EVIDENCE in skilleval/provenance/evidence.py, "
+        "with the reason it can (or cannot) change a run's result"
+    )
+    assert len(closure) > 20  # the closure is really followed, not just the entry module
+
+
+def test_a_module_in_no_table_counts_as_evidence() -> None:
+    for module in ("skilleval.runs.new_scoring", "skilleval.serving.new_batcher"):
+        assert evidence.classification(module) is None
+        assert evidence.counts_as_evidence(module)
+    # A package marker covers itself only, never the modules added under it.
+    assert evidence.is_package_marker("skilleval.serving")
+    assert not evidence.is_package_marker("skilleval.runs.rollout")
+
+
+def test_messages_and_log_format_are_in_no_code_identity() -> None:
+    model = evidence.model_run_code()
+    assert "skilleval/runs/rollout.py" in model and "skilleval/policy/sim.py" in model
+    assert "skilleval/errors.py" not in model and "skilleval/logs.py" not in model
+    assert "skilleval/analysis/bootstrap.py" not in model
+    assert "skilleval/ablation/trainer.py" in evidence.trainer_run_code()
+    cheap = evidence.rule_code(REPO / "scripts" / "freeze_bank.py", cache=SourceCache())
+    assert "skilleval/analysis/ranking.py" in cheap or "skilleval/analysis/bootstrap.py" in cheap
+    assert not {"skilleval/errors.py", "skilleval/logs.py"} & set(cheap)
+
+
+def test_a_runs_settings_hold_no_path_and_round_trip(small_world: Path) -> None:
+    inputs = run_inputs(small_world)
+    settings = inputs.settings()
+    assert not set(FILE_FIELDS.values()) & set(settings)
+    assert str(small_world) not in json.dumps(settings)
+    assert RunInputs.from_settings(settings, inputs.files()) == inputs.for_results()
+
+
+def test_the_fingerprint_follows_the_evidence_code_not_the_paths(
+    small_world: Path, tmp_path: Path
+) -> None:
+    inputs = run_inputs(small_world)
+    code = evidence.model_run_code()
+    first = resolve(inputs, code).fingerprint
+    assert resolve(inputs, {**code, "skilleval/runs/rollout.py": "edited"}).fingerprint != first
+    copied = tmp_path / "copy.json"
+    copied.write_bytes(Path(inputs.split_file).read_bytes())
+    files = {**inputs.files(), "split_file": str(copied)}
+    moved = RunInputs.from_settings(inputs.settings(), files)
+    assert resolve(moved, code).fingerprint == first
+
+
+def no_server(*args: object, **kwargs: object) -> Any:
+    raise AssertionError("the run started its server although its result was kept")
+
+
+def outputs(tmp_path: Path) -> tuple[str, str]:
+    return str(tmp_path / "r.jsonl"), str(tmp_path / "s.json")
+
+
+def test_a_kept_result_is_restored_byte_for_byte_without_a_server(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs = run_inputs(small_world)
+    results, summary = outputs(tmp_path)
+    evaluate(inputs, results, summary, str(tmp_path / "journal"))
+    built = {p: Path(p).read_bytes() for p in (results, summary)}
+    for path in built:
+        Path(path).unlink()  # Snakemake deletes a job's outputs before it runs it
+    monkeypatch.setattr(evaluation, "served", no_server)
+    restored = evaluate(inputs, results, summary, str(tmp_path / "journal"))
+    assert {p: Path(p).read_bytes() for p in built} == built
+    assert restored["provenance"]["execution"]["ran"] == 48
+
+
+def test_a_reverted_change_revives_its_archived_journal(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs = run_inputs(small_world)
+    results, summary = outputs(tmp_path)
+    journal = str(tmp_path / "journal")
+    first = evaluate(inputs, results, summary, journal)
+    changed = evaluate(inputs, results, summary, journal, code={"skilleval/runs/rollout.py": "x"})
+    assert changed["fingerprint"] != first["fingerprint"]
+    assert changed["provenance"]["execution"]["reused_from_journal"] == 0
+    why = json.loads(next((tmp_path / "archive" / "journal").rglob("why.json")).read_text())
+    assert why["changed_inputs"] == ["code_fingerprint"]
+    assert "skilleval/runs/rollout.py" in why["changed_code"]
+    monkeypatch.setattr(evaluation, "served", no_server)
+    back = evaluate(inputs, results, summary, journal)
+    assert back["fingerprint"] == first["fingerprint"]
+    assert json.loads(Path(summary).read_text()) == json.loads(json.dumps(first))
+
+
+def test_a_kept_ablation_run_is_restored_without_its_trainer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix = load_matrix(str(MATRIX_FILE))
+    run = plan(matrix)[0]
+    paths = {"summary": str(tmp_path / "run" / "summary.json"), "audit": str(tmp_path / "a.json")}
+    kept = str(tmp_path / "kept")
+    ablation_run.build_and_audit(run, matrix, paths["summary"], paths["audit"], "id1", kept)
+    built = {p: Path(p).read_bytes() for p in paths.values()}
+    for path in built:
+        Path(path).unlink()
+
+    def no_trainer(*args: object) -> None:
+        raise AssertionError("the trainer was launched although the run was kept")
+
+    monkeypatch.setattr(ablation_run, "build_run", no_trainer)
+    ablation_run.build_and_audit(run, matrix, paths["summary"], paths["audit"], "id1", kept)
+    assert {p: Path(p).read_bytes() for p in built} == built
+    with pytest.raises(AssertionError, match="trainer was launched"):
+        ablation_run.build_and_audit(run, matrix, paths["summary"], paths["audit"], "id2", kept)
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def command_trainer(tmp_path: Path) -> tuple[AblationInputs, dict[str, Any]]:
+    """The seed matrix on the command trainer, in a git checkout holding what two of its
+    runs read: one searchqa run, one docvqa run."""
+    root = tmp_path / "optimiser"
+    matrix = load_matrix(str(MATRIX_FILE))
+    matrix["trainer"].update(kind="command", root=str(root))
+    runs = {r.benchmark: r for r in plan(matrix) if r.benchmark in ("searchqa", "docvqa")}
+    for run in runs.values():
+        config = effective_config(run, matrix)
+        (root / config["env.config"]).parent.mkdir(parents=True, exist_ok=True)
+        (root / config["env.config"]).write_text(f"benchmark: {run.benchmark}\n")
+        (root / config["env.split_dir"]).mkdir(parents=True, exist_ok=True)
+        (root / config["env.split_dir"] / "train.json").write_text("[1, 2]\n")
+    (root / "scripts").mkdir()
+    (root / "scripts" / "train.py").write_text("print('train')\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "trainer")
+    return AblationInputs(
+        matrix, str(MATRIX_FILE), evidence.trainer_run_code(), FileDigests(tmp_path / "d.json")
+    ), {bench: SimpleNamespace(run_id=run.run_id) for bench, run in runs.items()}
+
+
+def test_the_command_trainers_checkout_config_and_splits_are_its_evidence(
+    tmp_path: Path,
+) -> None:
+    inputs, runs = command_trainer(tmp_path)
+    root = Path(inputs.matrix["trainer"]["root"])
+    before = {b: inputs.ablation_identity(w) for b, w in runs.items()}
+    evidence_of = inputs.ablation_evidence(runs["searchqa"])
+    assert len(evidence_of["trainer_checkout"]["commit"]) == 40
+
+    config = root / "configs" / "searchqa" / "default.yaml"
+    config.write_text("benchmark: searchqa\nlr: 2\n")
+    after_config = {b: inputs.ablation_identity(w) for b, w in runs.items()}
+    assert after_config["searchqa"] != before["searchqa"]
+    assert after_config["docvqa"] == before["docvqa"]
+
+    # An uncommitted change to the trainer's code, seen by the next parse of the graph.
+    (root / "scripts" / "train.py").write_text("print('train harder')\n")
+    reparsed = AblationInputs(inputs.matrix, inputs.matrix_file, inputs.code, inputs.file_digests)
+    assert all(reparsed.ablation_identity(w) != after_config[b] for b, w in runs.items())
+
+
+def test_a_trainer_root_that_is_no_checkout_is_refused_naming_the_key(tmp_path: Path) -> None:
+    matrix = load_matrix(str(MATRIX_FILE))
+    matrix["trainer"].update(kind="command", root=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"trainer\.root") as raised:
+        AblationInputs(matrix, str(MATRIX_FILE), {}, FileDigests(tmp_path / "d.json"))
+    assert "git checkout" in str(raised.value) and str(MATRIX_FILE) in str(raised.value)
