@@ -291,6 +291,14 @@ def test_a_missing_config_input_stops_the_dry_run_naming_the_key(built: Path) ->
 
 
 def test_after_a_forced_run_both_name_its_dependents(built: Path) -> None:
+    summary = built / "results/runs/final-ST/summary.json"
+    before = summary.read_bytes()
+    snakemake(built, "-f", "results/runs/final-ST/summary.json", "-j", "1", *CONFIG)
+    # Its result is kept, so the forced job restores it byte for byte; Snakemake compares
+    # the checksum of an input newer than its outputs, so nothing below it is stale.
+    assert summary.read_bytes() == before and stale(built, "paper") == {}
+    for kept in (built / "results/journal/final-ST").glob("*.complete"):
+        shutil.rmtree(kept)
     snakemake(built, "-f", "results/runs/final-ST/summary.json", "-j", "1", *CONFIG)
     jobs = stale(built, "paper")
     assert stems(jobs["contrast"]) == {"internalisation-gap", "upper-bound", "final-vs-initial"}
@@ -455,3 +463,25 @@ def test_identical_copies_under_new_paths_plan_nothing(built: Path) -> None:
     assert stale(built, "paper", configfiles=("config/small.yaml", second)) == {}
     build_and_count(built)
     assert stale(built, "paper") == {}
+
+
+def test_stale_with_the_gpu_host_profile_names_the_dry_runs_set_and_prices_it(
+    built: Path,
+) -> None:
+    profile = ("--profile", "profiles/gpu-host")
+    jobs = dry_run_outputs(built, "paper", *profile, *CONFIG)
+    jobs.pop("paper", None)
+    command = [sys.executable, "-m", "skilleval.cli", "stale", "--root", str(built), "paper",
+               *profile, *CONFIG]  # fmt: skip
+    text = subprocess.run(command, cwd=built, capture_output=True, text=True, timeout=600).stdout
+    told = subprocess.run(
+        [*command, "--json"], cwd=built, capture_output=True, text=True, timeout=600
+    ).stdout
+    planned = [job for job in json.loads(told) if job["rule"] != "paper"]
+    assert {o for job in planned for o in job["outputs"]} == set().union(*jobs.values())
+    # The profile's backends (OpenAI client, HTTP environment, launched servers) are
+    # another identity: every model run is certain, on the cards its protocol serves with.
+    costs = [job["cost"] for job in planned if job["cost"]]
+    assert len(costs) == EVERY_RUN and {c["kind"] for c in costs} == {"certain"}
+    assert {c["cards"] for c in costs} == {4} and all(c["card_hours"] > 0 for c in costs)
+    assert f"certain: {EVERY_RUN} run(s)" in text and "card-hours" in text
