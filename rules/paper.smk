@@ -35,9 +35,7 @@ rule paper_ablation_section:
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=code(
-            "paper_ablation_section.py", templates=["ablation_section.tex.j2"]
-        ),
+        code=code("paper_ablation_section.py", templates=["ablation_section.tex.j2"]),
         benchmarks=list(MATRIX["benchmarks"]),
         groups=ABLATION_GROUPS,
     script:

@@ -6,65 +6,28 @@ run, decodes each job's reason (which code file, which config value, which input
 content changed) and names the paper cells the outputs feed: "Table main, s0-gain:
 statistics.n_resamples 10000 -> 2000".
 
-Each planned model or trainer run is priced. It is conditional when a complete result of
-its current evidence identity is kept (provenance.evidence): it is planned because an
-upstream job re-runs, and if that job's output comes out identical the run restores its
-kept result and costs nothing. Otherwise it is certain: its own inputs, settings or code
-changed, or it was never built. Its price is its cards times the wall time its last
-summary recorded.
+Each planned model or trainer run is priced as certain or conditional
+(provenance.planned).
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
-import datetime as dt
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from skilleval import paths
 from skilleval.config.plan import WorkflowPlan
 from skilleval.errors import SkillevalError
-from skilleval.runs.journal import archive_root
+from skilleval.provenance.planned import KeptResults, RunCost, dry_run, parse_jobs, run_cost
 from skilleval.skills.bank import bank_hash, load_bank
 
 NOTHING = "<nothing exclusive>"
 REBUILT = "rebuilt after its inputs: "
 PARAMS_CHANGE = re.compile(r"before: (?P<before>.*?) now: (?P<now>.*?)\s*$")
-
-
-# Rules whose jobs cost model-server or trainer time.
-PRICED_RULES = ("eval_run", "gate_masked_run", "ablation_run")
-
-
-@dataclass(frozen=True)
-class RunCost:
-    """What a planned model or trainer run is expected to cost."""
-
-    certain: bool
-    cards: int
-    last_wall_s: float | None
-
-    @property
-    def card_hours(self) -> float | None:
-        if self.last_wall_s is None:
-            return None
-        return self.cards * self.last_wall_s / 3600
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "kind": "certain" if self.certain else "conditional",
-            "cards": self.cards,
-            "last_wall_s": self.last_wall_s,
-            "card_hours": self.card_hours,
-        }
 
 
 @dataclass(frozen=True)
@@ -83,151 +46,6 @@ class StaleJob:
             "cells": list(self.cells),
             "cost": self.cost.as_json() if self.cost else None,
         }
-
-
-def dry_run(
-    root: Path,
-    configfiles: Sequence[str],
-    targets: Sequence[str],
-    profile: str | None = None,
-) -> str:
-    """The text of ``snakemake -n`` in ``root``, as a user would run it."""
-    # Targets first: --configfile takes every word after it.
-    command = [sys.executable, "-m", "snakemake", *targets, "-n", "--directory", str(root)]
-    if profile:
-        command += ["--profile", profile]
-    if configfiles:
-        command += ["--configfile", *configfiles]
-    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise SkillevalError(
-            f"snakemake -n failed in {root}:\n{(done.stderr or done.stdout)[-3000:]}"
-        )
-    return done.stdout + done.stderr
-
-
-@dataclass(frozen=True)
-class PlannedJob:
-    """One job of a dry run, as Snakemake prints it."""
-
-    rule: str
-    outputs: list[str]
-    reason: str
-    resources: dict[str, str]
-
-
-def parse_jobs(text: str) -> list[PlannedJob]:
-    """Every job a dry run lists."""
-    jobs: list[PlannedJob] = []
-    rule: str | None = None
-    outputs: list[str] = []
-    reason = ""
-    resources: dict[str, str] = {}
-    for line in [*text.splitlines(), ""]:
-        stripped = line.strip()
-        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
-            rule, outputs, reason, resources = stripped.split()[1].rstrip(":"), [], "", {}
-        elif rule and stripped.startswith("output:"):
-            outputs = [o.strip() for o in stripped[len("output:") :].split(",") if o.strip()]
-        elif rule and stripped.startswith("reason:"):
-            reason = stripped[len("reason:") :].strip()
-        elif rule and stripped.startswith("resources:"):
-            pairs = (p.partition("=") for p in stripped[len("resources:") :].split(","))
-            resources = {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
-        elif rule and (not stripped or stripped.startswith("[")):
-            jobs.append(PlannedJob(rule, outputs, reason, resources))
-            rule = None
-    return jobs
-
-
-def last_wall_s(summary: Path) -> float | None:
-    """The wall time an earlier summary recorded: an evaluation run's execution time, a
-    trainer run's start to finish; None when there is no such summary."""
-    if not summary.exists():
-        return None
-    try:
-        record = json.loads(summary.read_text())
-    except (OSError, ValueError):
-        return None
-    provenance = record.get("provenance") or {}
-    wall = (provenance.get("execution") or {}).get("wall_s")
-    if wall is not None:
-        return float(wall)
-    started, finished = provenance.get("started_at"), provenance.get("finished_at")
-    if started and finished:
-        return (
-            dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)
-        ).total_seconds()
-    return None
-
-
-class KeptResults:
-    """Whether a planned run's current evidence identity has a complete result kept: its
-    job then restores that result instead of computing, unless an upstream job changes
-    one of its inputs first."""
-
-    def __init__(self, config: dict[str, Any], plan: WorkflowPlan, root: Path) -> None:
-        self.config, self.plan, self.root = config, plan, root
-        self._ablation: Any = None
-
-    def exists(self, job: PlannedJob) -> bool:
-        """False when nothing is kept, or when the identity cannot be computed here (an
-        input missing on this machine): the run is then counted as certain."""
-        parts = Path(next((o for o in job.outputs if o.endswith("summary.json")), "")).parts
-        try:
-            with contextlib.chdir(self.root):
-                if job.rule == "ablation_run" and len(parts) > 3:
-                    return self._ablation_kept(parts[3])
-                if job.rule == "eval_run" and len(parts) > 2:
-                    return self._run_kept(self.plan.runs[parts[2]])
-                if job.rule == "gate_masked_run" and len(parts) > 4:
-                    return self._run_kept(self.plan.masked[parts[4]])
-        except (SkillevalError, OSError, KeyError):
-            return False
-        return False
-
-    def _run_kept(self, run: Any) -> bool:
-        from skilleval.provenance.evidence import model_run_code
-        from skilleval.runs.resolve import resolve
-
-        fingerprint = resolve(self.plan.run_inputs(run), model_run_code()).fingerprint
-        return _kept(Path(paths.JOURNAL_ROOT), run.name, fingerprint)
-
-    def _ablation_kept(self, run_id: str) -> bool:
-        if self._ablation is None:
-            from skilleval.ablation.plan import load_matrix
-            from skilleval.config.rule_inputs import AblationInputs
-            from skilleval.provenance.digests import FileDigests
-            from skilleval.provenance.evidence import trainer_run_code
-
-            matrix_file = self.config["ablation"]["matrix"]
-            self._ablation = AblationInputs(
-                load_matrix(matrix_file),
-                matrix_file,
-                trainer_run_code(),
-                FileDigests(Path(".snakemake/skilleval/file-digests.json")),
-            )
-        identity = self._ablation.ablation_identity(SimpleNamespace(run_id=run_id))
-        return (Path(paths.ABLATION_KEPT) / run_id / f"{identity}.complete").is_dir()
-
-
-def _kept(journal_root: Path, run: str, fingerprint: str) -> bool:
-    """A kept complete result in the run's journal, or in an archived one it would revive."""
-    if (journal_root / run / f"{fingerprint}.complete").is_dir():
-        return True
-    archived = archive_root(journal_root / run) / run
-    return any(archived.glob(f"{fingerprint}-*/{fingerprint}.complete"))
-
-
-def run_cost(job: PlannedJob, root: Path, kept: KeptResults) -> RunCost | None:
-    if job.rule not in PRICED_RULES:
-        return None
-    summary = next((root / o for o in job.outputs if o.endswith("summary.json")), None)
-    return RunCost(
-        certain=not kept.exists(job),
-        cards=int(job.resources.get("gpu", "0") or 0),
-        last_wall_s=last_wall_s(summary) if summary else None,
-    )
 
 
 def literals(text: str) -> list[Any]:
