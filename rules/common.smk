@@ -67,7 +67,7 @@ def code(script=None, modules=(), templates=()):
 
 
 # Model and trainer runs: only the code that can change their result (provenance.evidence).
-MODEL_RUN_CODE = model_run_code(CODE_CACHE)
+MODEL_RUN_CODE = model_run_code(SCRIPTS, CODE_CACHE)
 TRAINER_RUN_CODE = trainer_run_code(CODE_CACHE)
 try:
     ABLATION_INPUTS = AblationInputs(

@@ -33,7 +33,9 @@ MATRIX_FILE = REPO / "config" / "ablation" / "matrix.yaml"
 @pytest.mark.parametrize(
     "closure",
     [
-        evidence.run_closure(evidence.MODEL_RUN_SCRIPT),
+        evidence.run_closure(
+            REPO / "scripts" / evidence.MODEL_RUN_SCRIPT, evidence.MODEL_RUN_MODULES
+        ),
         evidence.run_closure(modules=evidence.TRAINER_RUN_MODULES),
     ],
     ids=["model run", "trainer run"],

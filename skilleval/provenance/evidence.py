@@ -29,10 +29,14 @@ from skilleval.provenance.code import (
     module_path,
 )
 
-SCRIPTS = PACKAGE_ROOT.parent / "scripts"
+# The workflow's scripts beside the package in a checkout; a wheel install has none, and
+# the workflow then passes its own (rules/common.smk).
+CHECKOUT_SCRIPTS = PACKAGE_ROOT.parent / "scripts"
 
-# The entry points of the runs that cost model or trainer time, as the rules start them.
+# The entry points of the runs that cost model or trainer time, as the rules start them:
+# the model run's script and the package modules it calls, the trainer run's command.
 MODEL_RUN_SCRIPT = "eval_run.py"
+MODEL_RUN_MODULES = ("skilleval.runs.evaluation", "skilleval.runs.inputs")
 TRAINER_RUN_MODULES = ("skilleval.ablation.run",)
 
 # Module (or package, covering everything under it) -> why it can change a result.
@@ -148,27 +152,29 @@ def unclassified(modules: Sequence[str]) -> list[str]:
     return [m for m in modules if classification(m) is None]
 
 
-def entry_modules(script: str | None, modules: Sequence[str], cache: SourceCache) -> list[str]:
+def entry_modules(script: Path | None, modules: Sequence[str], cache: SourceCache) -> list[str]:
     entries = list(modules)
-    if script is not None:
-        entries += cache.entry(SCRIPTS / script)[1]
+    if script is not None and script.is_file():
+        entries += cache.entry(script)[1]
     return entries
 
 
 def run_closure(
-    script: str | None = None, modules: Sequence[str] = (), cache: SourceCache = MEMORY
+    script: Path | None = None, modules: Sequence[str] = (), cache: SourceCache = MEMORY
 ) -> list[str]:
     """Every skilleval module a run's code imports."""
     return module_closure(entry_modules(script, modules, cache), cache)
 
 
 def evidence_code(
-    script: str | None = None, modules: Sequence[str] = (), cache: SourceCache = MEMORY
+    script: Path | None = None, modules: Sequence[str] = (), cache: SourceCache = MEMORY
 ) -> dict[str, str]:
-    """File -> digest of the run's script and of the modules that can change its result."""
-    fingerprint = code_fingerprint(SCRIPTS / script if script else None, modules, cache=cache)
+    """File -> digest of the run's script (where there is one) and of the modules that can
+    change its result."""
+    present = script if script is not None and script.is_file() else None
+    fingerprint = code_fingerprint(present, modules, cache=cache)
     evidence_files = {
-        m.replace(".", "/") for m in run_closure(script, modules, cache) if counts_as_evidence(m)
+        m.replace(".", "/") for m in run_closure(present, modules, cache) if counts_as_evidence(m)
     }
     return {
         file: digest
@@ -177,8 +183,8 @@ def evidence_code(
     }
 
 
-def model_run_code(cache: SourceCache = MEMORY) -> dict[str, str]:
-    return evidence_code(MODEL_RUN_SCRIPT, cache=cache)
+def model_run_code(scripts: Path = CHECKOUT_SCRIPTS, cache: SourceCache = MEMORY) -> dict[str, str]:
+    return evidence_code(scripts / MODEL_RUN_SCRIPT, MODEL_RUN_MODULES, cache)
 
 
 def trainer_run_code(cache: SourceCache = MEMORY) -> dict[str, str]:

@@ -137,6 +137,7 @@ class KeptResults:
 
     def __init__(self, config: dict[str, Any], plan: WorkflowPlan, root: Path) -> None:
         self.config, self.plan, self.root = config, plan, root
+        self.scripts = root.resolve() / "scripts"
         self._ablation: Any = None
 
     def exists(self, job: PlannedJob) -> bool:
@@ -159,7 +160,8 @@ class KeptResults:
         from skilleval.provenance.evidence import model_run_code
         from skilleval.runs.resolve import resolve
 
-        fingerprint = resolve(self.plan.run_inputs(run), model_run_code()).fingerprint
+        code = model_run_code(self.scripts)
+        fingerprint = resolve(self.plan.run_inputs(run), code).fingerprint
         return _kept(Path(paths.JOURNAL_ROOT), run.name, fingerprint)
 
     def _ablation_kept(self, run_id: str) -> bool:
