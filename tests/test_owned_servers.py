@@ -184,7 +184,10 @@ def test_a_killed_runs_server_is_stopped_before_the_next_run_leases(
         stderr=(tmp_path / "job.log").open("w"),
     )
     deadline = time.monotonic() + 60
-    while not list((tmp_path / "journal").rglob("*.jsonl")) and time.monotonic() < deadline:
+    # A task in the journal: the server is up (the journal itself is opened before it).
+    while time.monotonic() < deadline and not any(
+        p.stat().st_size for p in (tmp_path / "journal").rglob("*.jsonl")
+    ):
         time.sleep(0.2)
     time.sleep(1.0)
     assert job.poll() is None, (tmp_path / "job.log").read_text()
