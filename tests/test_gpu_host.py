@@ -98,7 +98,10 @@ def test_every_job_sees_its_leased_cards_or_none_and_never_gpu0(tmp_path: Path) 
     started = read_jsonl(processes)
     servers = [p for p in started if "serve-world" in p["argv"]]
     jobs = [p for p in started if p not in servers and "--profile" not in p["argv"]]
-    model_runs = list((workdir / "results").rglob("summary.json"))
+    # Outputs only: each complete run also keeps a copy beside its journal.
+    model_runs = [
+        s for s in (workdir / "results").rglob("summary.json") if "journal" not in s.parts
+    ]
     evaluations = [s for s in model_runs if "service" in json.loads(s.read_text())]
     assert len(servers) == len(evaluations) == 20, (len(servers), len(evaluations))
     rules = {Path(a).name.split(".")[1] for p in jobs for a in p["argv"] if "/scripts/tmp" in a}
