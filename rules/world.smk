@@ -56,8 +56,8 @@ rule world_ground_truth:
     input:
         catalogue=paths.in_world(paths.WORLD_CATALOGUE, WORLD_DIR),
         splits=paths.in_world(paths.WORLD_SPLITS, WORLD_DIR),
-        checkpoints=list(INPUTS.world_checkpoints().values()),
-        banks=list(INPUTS.world_banks().values()),
+        checkpoints=[SOURCES.input_file(p) for p in INPUTS.world_checkpoints().values()],
+        banks=[SOURCES.input_file(p) for p in INPUTS.world_banks().values()],
     output:
         truth=paths.in_world(paths.WORLD_GROUND_TRUTH, WORLD_DIR),
     log:
@@ -66,8 +66,10 @@ rule world_ground_truth:
         "../envs/skilleval.yaml"
     params:
         code=code("world_ground_truth.py"),
-        checkpoints=canonical(INPUTS.world_checkpoints()),
-        banks=canonical(INPUTS.world_banks()),
+        # Names in the order of the inputs; contents by digest, never paths.
+        checkpoints=list(INPUTS.world_checkpoints()),
+        banks=list(INPUTS.world_banks()),
+        sources=SOURCES.digests(INPUTS.world_sources()),
         reference=INPUTS.ground_truth_reference(),
     script:
         "../scripts/world_ground_truth.py"

@@ -5,8 +5,8 @@ with logged(snakemake.log[0]):
     build_ground_truth(
         snakemake.input.catalogue,
         snakemake.input.splits,
-        snakemake.params.checkpoints,
-        snakemake.params.banks,
+        dict(zip(snakemake.params.checkpoints, snakemake.input.checkpoints, strict=True)),
+        dict(zip(snakemake.params.banks, snakemake.input.banks, strict=True)),
         snakemake.params.reference,
         snakemake.output.truth,
     )

@@ -160,6 +160,11 @@ class RuleInputs:
         """What the generator would write for this checkpoint now (see world.digests)."""
         return self.world_digests[f"checkpoint/{wildcards.checkpoint}"]
 
+    def world_sources(self) -> dict[str, str]:
+        """Role -> path of every checkpoint and bank the ground truth reads."""
+        checkpoints = {f"checkpoint {n}": p for n, p in self.world_checkpoints().items()}
+        return {**checkpoints, **{f"bank {n}": p for n, p in self.world_banks().items()}}
+
     def world_bank_digest(self, wildcards: Wildcards) -> str:
         return self.world_digests[f"bank/{wildcards.bank}"]
 
