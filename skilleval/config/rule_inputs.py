@@ -244,7 +244,7 @@ class AblationInputs:
             "benchmark_config": self._identified(
                 "env.config",
                 config["env.config"],
-                lambda: self.file_digests.file(root / str(config["env.config"])),
+                lambda: self.file_digests.digest(root / str(config["env.config"])),
                 f"{where}the trainer reads this file under trainer.root; create it there",
             ),
             "split_dir": self._identified(
@@ -258,7 +258,7 @@ class AblationInputs:
     def _identified(self, key: str, value: object, identify: Callable[[], T], fix: str) -> T:
         try:
             return identify()
-        except SkillevalError as error:
+        except (SkillevalError, OSError) as error:
             raise ConfigError(self.matrix_file, key, value, str(error), fix) from None
 
     def ablation_identity(self, wildcards: Wildcards) -> str:

@@ -55,18 +55,6 @@ class FileDigests:
             atomic.write_json(self.cache_file, self._cache)
         return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
 
-    def file(self, path: str | Path) -> str:
-        """Content digest of one plain file (not a checkpoint)."""
-        path = Path(path)
-        if not path.is_file():
-            raise SkillevalError(f"{path} does not exist: its content cannot be identified")
-        stat = path.stat()
-        key = f"sha256:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-        if key not in self._cache:
-            self._cache[key] = file_sha256(path)
-            atomic.write_json(self.cache_file, self._cache)
-        return self._cache[key][:16]
-
 
 def checkout_identity(root: str | Path) -> dict[str, str]:
     """The commit of a git checkout and a digest of what is not committed (changes to
