@@ -1,6 +1,6 @@
 # Ablation and harness matrices of memo 003: runs, audits, splits, tables, figures.
-# Runs go through the skilleval CLI (shell:) rather than script:/run:, which would start
-# Snakemake itself once per job: for 216 runs that start-up would dominate the build.
+# A command trainer's run goes through the skilleval CLI (shell:) rather than run:, which
+# would start Snakemake itself once per job.
 
 
 rule ablation_split:
@@ -20,29 +20,55 @@ rule ablation_split:
         " --output {output.split} > {log} 2>&1"
 
 
-rule ablation_run:
-    input:
-        # The matrix's content reaches the run through its plan fingerprint (params).
-        matrix=ancient(config["ablation"]["matrix"]),
-    output:
-        summary=paths.ABLATION_SUMMARY,
-        audit=paths.ABLATION_AUDIT,
-    log:
-        f"{paths.LOGS}/ablation/{{bench}}/{{run_id}}.log",
-    conda:
-        "../envs/skilleval.yaml"
-    resources:
-        api_runs=1,
-        memory_heavy=ABLATION_INPUTS.memory_heavy,
-    params:
-        code=TRAINER_RUN_CODE,
-        evidence=ABLATION_INPUTS.ablation_evidence,
-        identity=ABLATION_INPUTS.ablation_identity,
-        kept=paths.ABLATION_KEPT,
-    shell:
-        "skilleval ablation run {wildcards.run_id} --matrix {input.matrix}"
-        " --summary {output.summary} --audit {output.audit}"
-        " --identity {params.identity} --kept {params.kept} > {log} 2>&1"
+if ABLATION_INPUTS.in_one_job:
+
+    # The sim trainer: every run in one job (AblationInputs.in_one_job). Its params hold each
+    # run's identity, so an edit that changes one run re-runs the job, which restores every
+    # other run from its kept result.
+    rule ablation_runs:
+        input:
+            matrix=ancient(config["ablation"]["matrix"]),
+        output:
+            summaries=ABLATION_INPUTS.run_summaries(),
+            audits=ABLATION_INPUTS.run_audits(),
+        log:
+            f"{paths.LOGS}/ablation/runs.log",
+        # Seconds of work on any executor: never a cluster job.
+        localrule: True
+        conda:
+            "../envs/skilleval.yaml"
+        params:
+            code=code("ablation_runs.py"),
+            identities=ABLATION_INPUTS.run_identities(),
+            kept=paths.ABLATION_KEPT,
+        script:
+            "../scripts/ablation_runs.py"
+
+else:
+
+    rule ablation_run:
+        input:
+            # The matrix's content reaches the run through its plan fingerprint (params).
+            matrix=ancient(config["ablation"]["matrix"]),
+        output:
+            summary=paths.ABLATION_SUMMARY,
+            audit=paths.ABLATION_AUDIT,
+        log:
+            f"{paths.LOGS}/ablation/{{bench}}/{{run_id}}.log",
+        conda:
+            "../envs/skilleval.yaml"
+        resources:
+            api_runs=1,
+            memory_heavy=ABLATION_INPUTS.memory_heavy,
+        params:
+            code=TRAINER_RUN_CODE,
+            evidence=ABLATION_INPUTS.ablation_evidence,
+            identity=ABLATION_INPUTS.ablation_identity,
+            kept=paths.ABLATION_KEPT,
+        shell:
+            "skilleval ablation run {wildcards.run_id} --matrix {input.matrix}"
+            " --summary {output.summary} --audit {output.audit}"
+            " --identity {params.identity} --kept {params.kept} > {log} 2>&1"
 
 
 rule ablation_table:

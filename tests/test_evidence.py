@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from skilleval.ablation import run as ablation_run
-from skilleval.ablation.plan import effective_config, load_matrix, plan
+from skilleval.ablation.plan import PlannedRun, effective_config, load_matrix, plan
 from skilleval.config.rule_inputs import AblationInputs
-from skilleval.errors import ConfigError
+from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance import evidence
 from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
@@ -153,6 +153,32 @@ def test_a_kept_ablation_run_is_restored_without_its_trainer(
     assert {p: Path(p).read_bytes() for p in built} == built
     with pytest.raises(AssertionError, match="trainer was launched"):
         ablation_run.build_and_audit(run, matrix, paths["summary"], paths["audit"], "id2", kept)
+
+
+def test_the_sim_job_trains_only_runs_without_a_kept_result_and_outlives_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the runs write under results/, as in the graph
+    matrix = load_matrix(str(MATRIX_FILE))
+    first, second, third = (run.run_id for run in plan(matrix)[:3])
+    kept = str(tmp_path / "kept")
+    ablation_run.build_and_audit_all(str(MATRIX_FILE), {first: "a", second: "b"}, kept)
+    trained: list[str] = []
+    real_build = ablation_run.build_run
+
+    def counted(run: PlannedRun, *args: Any) -> dict[str, Any]:
+        trained.append(run.run_id)
+        if run.run_id == second:
+            raise SkillevalError("the trainer crashed")
+        return real_build(run, *args)
+
+    monkeypatch.setattr(ablation_run, "build_run", counted)
+    identities = {first: "a", second: "b2", third: "c"}
+    with pytest.raises(SkillevalError, match=f"1 of 3 ablation runs failed \\({second}\\)"):
+        ablation_run.build_and_audit_all(str(MATRIX_FILE), identities, kept)
+    assert trained == [second, third]  # the first is restored from its kept result
+    assert (Path(kept) / third / "c.complete").is_dir()
+    assert not (Path(kept) / second / "b2.complete").exists()
 
 
 def git(root: Path, *args: str) -> None:

@@ -227,11 +227,30 @@ class AblationInputs:
     def split_pool(self, wildcards: Wildcards) -> int:
         return int(self.matrix["benchmarks"][wildcards.bench]["pool"])
 
+    @property
+    def in_one_job(self) -> bool:
+        """The sim trainer takes milliseconds per run: its runs are one job, where a process
+        per run would spend nearly all its time starting Python and importing."""
+        return bool(self.matrix["trainer"]["kind"] == "sim")
+
+    def run_summaries(self) -> list[str]:
+        return [run.summary_path for run in self.ablation_runs.values()]
+
+    def run_audits(self) -> list[str]:
+        return [audit_path(run) for run in self.ablation_runs.values()]
+
+    def run_identities(self) -> dict[str, str]:
+        """Every run's evidence identity, by run id (the runs of the one sim job)."""
+        return {run_id: self.identity_of(run_id) for run_id in self.ablation_runs}
+
     def ablation_evidence(self, wildcards: Wildcards) -> dict[str, Any]:
+        return self.evidence_of(wildcards.run_id)
+
+    def evidence_of(self, run_id: str) -> dict[str, Any]:
         """What one ablation run's result depends on besides skilleval's code: its
         effective config and, for the command trainer, what that trainer reads: its
         checkout (commit and uncommitted changes), the benchmark config and split folder."""
-        run = self.ablation_runs[wildcards.run_id]
+        run = self.ablation_runs[run_id]
         evidence: dict[str, Any] = {"plan": plan_fingerprint(run, self.matrix)}
         if self.checkout is None:
             return evidence
@@ -262,8 +281,11 @@ class AblationInputs:
             raise ConfigError(self.matrix_file, key, value, str(error), fix) from None
 
     def ablation_identity(self, wildcards: Wildcards) -> str:
+        return self.identity_of(wildcards.run_id)
+
+    def identity_of(self, run_id: str) -> str:
         """The run's evidence identity: the key of its kept complete result."""
-        return canonical_hash({"code": self.code, **self.ablation_evidence(wildcards)})[:16]
+        return canonical_hash({"code": self.code, **self.evidence_of(run_id)})[:16]
 
     def memory_heavy(self, wildcards: Wildcards) -> int:
         return int(self.matrix["benchmarks"][wildcards.bench]["memory_heavy"])

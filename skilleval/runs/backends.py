@@ -10,7 +10,6 @@ from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.env.types import Environment
 from skilleval.env.wire import HttpEnvironment
 from skilleval.errors import SkillevalError
-from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.policy.types import Policy
 from skilleval.runs.inputs import RunInputs
@@ -48,6 +47,9 @@ def make_policy(
             fault_rate=fault_rate,
         )
     if backend == "openai":
+        # Imported here: the client costs a second of start-up that a sim run never uses.
+        from skilleval.policy.openai_policy import OpenAIPolicy
+
         server = protocol["model_server"]
         assert service.base_url is not None
         return OpenAIPolicy(

@@ -21,8 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-import openai
-
 from skilleval.errors import InfrastructureError, OutageError
 
 log = logging.getLogger(__name__)
@@ -81,6 +79,10 @@ def _is(error: BaseException, *names: str) -> bool:
 
 def classify(error: BaseException) -> Failure | None:
     """What kind of transient failure an exception is; None when a retry cannot help."""
+    # Imported here: a run on the simulated backends never loads the client (a second of
+    # start-up per job).
+    import openai
+
     if isinstance(error, StatusFailure):
         kind = _status_kind(error.status)
         return Failure(kind, error.retry_after_s, str(error)) if kind else None
