@@ -1,7 +1,8 @@
 """Real checkpoint layouts: bf16/fp16/fp32/fp8 shards in the Hugging Face layout.
 
-Checkpoints are written with torch and safetensors.torch, and every reference value is
-computed by torch in float64, independently of skilleval's numpy reader.
+Checkpoints are written with safetensors.numpy, the bf16 and fp8 values by ml_dtypes (the
+dtype library JAX uses), and every reference value is computed in float64 from ml_dtypes'
+conversions, independently of skilleval's reader, which decodes the bits itself.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ import json
 import math
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
+from safetensors.numpy import save_file
 
 from skilleval.checkpoints.audit import audit_checkpoint
 from skilleval.checkpoints.diff import weight_diff
@@ -21,10 +24,7 @@ from skilleval.checkpoints.tensors import chunks, read_tensor
 from skilleval.cli import main
 from skilleval.errors import CheckpointError
 
-torch = pytest.importorskip("torch")
-from safetensors.torch import save_file  # noqa: E402  (needs torch, skipped above without it)
-
-DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
+DTYPES: dict[str, type] = {"BF16": ml_dtypes.bfloat16, "F16": np.float16, "F32": np.float32}
 SHAPES = {
     "model.embed_tokens.weight": (64, 16),
     "model.layers.0.self_attn.q_proj.weight": (16, 16),
@@ -35,25 +35,25 @@ SHAPES = {
 }
 
 
-def model_tensors(seed: int, step: float) -> dict[str, torch.Tensor]:
+def model_tensors(seed: int, step: float) -> dict[str, np.ndarray]:
     """Base weights (seed 0) moved by `step` times a seeded perturbation, later layers more."""
-    base = torch.Generator().manual_seed(0)
-    move = torch.Generator().manual_seed(seed)
+    base = np.random.default_rng(0)
+    move = np.random.default_rng(seed)
     tensors = {}
     for i, (name, shape) in enumerate(SHAPES.items()):
-        weights = torch.randn(shape, generator=base, dtype=torch.float64)
-        tensors[name] = weights + step * (i + 1) * torch.randn(shape, generator=move)
+        weights = base.standard_normal(shape)
+        tensors[name] = weights + step * (i + 1) * move.standard_normal(shape)
     return tensors
 
 
-def write_hf(folder: Path, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> Path:
+def write_hf(folder: Path, tensors: dict[str, np.ndarray], dtype: type) -> Path:
     """Two shards and an index, as `save_pretrained` lays a model out."""
     folder.mkdir(parents=True)
     names = sorted(tensors)
     weight_map = {}
     for i, part in enumerate((names[::2], names[1::2])):
         shard = f"model-{i + 1:05d}-of-00002.safetensors"
-        save_file({n: tensors[n].to(dtype).contiguous() for n in part}, str(folder / shard))
+        save_file({n: tensors[n].astype(dtype) for n in part}, str(folder / shard))
         weight_map.update(dict.fromkeys(part, shard))
     index = folder / "model.safetensors.index.json"
     index.write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
@@ -75,9 +75,9 @@ def test_audit_and_diff_of_two_hf_checkpoints(tmp_path: Path, dtype: str) -> Non
     diff = weight_diff(str(tmp_path / "base"), str(tmp_path / "final"), device="cpu")
     assert diff["device"] == "cpu" and len(diff["tensors"]) == len(SHAPES)
     for row in diff["tensors"]:
-        a = base[row["tensor"]].to(DTYPES[dtype]).double()
-        b = final[row["tensor"]].to(DTYPES[dtype]).double()
-        reference = float(torch.linalg.vector_norm(b - a) / torch.linalg.vector_norm(a))
+        a = base[row["tensor"]].astype(DTYPES[dtype]).astype(np.float64)
+        b = final[row["tensor"]].astype(DTYPES[dtype]).astype(np.float64)
+        reference = float(np.linalg.norm(b - a) / np.linalg.norm(a))
         assert reference > 0
         assert abs(row["relative_l2"] - reference) / reference < 1e-3, row
 
@@ -86,49 +86,46 @@ def test_audit_and_diff_of_two_hf_checkpoints(tmp_path: Path, dtype: str) -> Non
     "dtype", ["BF16", "F16", "F32", "F64", "F8_E4M3", "F8_E5M2", "I8", "I64", "BOOL"]
 )
 def test_every_dtype_widens_exactly(tmp_path: Path, dtype: str) -> None:
-    torch_dtype = {
+    numpy_dtype = {
         **DTYPES,
-        "F64": torch.float64,
-        "F8_E4M3": torch.float8_e4m3fn,
-        "F8_E5M2": torch.float8_e5m2,
-        "I8": torch.int8,
-        "I64": torch.int64,
-        "BOOL": torch.bool,
+        "F64": np.float64,
+        "F8_E4M3": ml_dtypes.float8_e4m3fn,
+        "F8_E5M2": ml_dtypes.float8_e5m2,
+        "I8": np.int8,
+        "I64": np.int64,
+        "BOOL": np.bool_,
     }[dtype]
     if dtype.startswith("F8"):
         # every one of the 256 codes, NaN included
-        values = torch.arange(256, dtype=torch.uint8).view(torch_dtype)
+        values = np.arange(256, dtype=np.uint8).view(numpy_dtype)
     else:
-        values = (torch.randn(1000, generator=torch.Generator().manual_seed(3)) * 50).to(
-            torch_dtype
-        )
+        values = (np.random.default_rng(3).standard_normal(1000) * 50).astype(numpy_dtype)
     save_file({"t": values}, str(tmp_path / "one.safetensors"))
     entry = read_header(tmp_path / "one.safetensors")["t"]
     assert entry.dtype == dtype
     ours = read_tensor(tmp_path / "one.safetensors", entry)
-    expected = values.double().numpy()
-    np.testing.assert_array_equal(ours.astype(np.float64), expected)
+    np.testing.assert_array_equal(ours.astype(np.float64), values.astype(np.float64))
 
 
 def test_chunks_are_bounded_and_cover_the_tensor(tmp_path: Path) -> None:
-    values = torch.arange(1000, dtype=torch.float32).to(torch.bfloat16)
+    values = np.arange(1000, dtype=np.float32).astype(ml_dtypes.bfloat16)
     save_file({"t": values}, str(tmp_path / "one.safetensors"))
     entry = read_header(tmp_path / "one.safetensors")["t"]
     parts = list(chunks(tmp_path / "one.safetensors", entry, elements=64))
     assert max(len(p) for p in parts) == 64 and len(parts) == 16
-    np.testing.assert_array_equal(np.concatenate(parts), values.float().numpy())
+    np.testing.assert_array_equal(np.concatenate(parts), values.astype(np.float32))
 
 
 def test_a_checkpoint_registers_as_directory_index_or_single_file(tmp_path: Path) -> None:
-    index = write_hf(tmp_path / "hf", model_tensors(1, 0.0), torch.bfloat16)
+    index = write_hf(tmp_path / "hf", model_tensors(1, 0.0), ml_dtypes.bfloat16)
     assert resolve_weights(tmp_path / "hf") == index
     assert checkpoint_fingerprint(tmp_path / "hf") == checkpoint_fingerprint(index)
-    save_file({"w": torch.ones(3)}, str(tmp_path / "single.safetensors"))
+    save_file({"w": np.ones(3, np.float32)}, str(tmp_path / "single.safetensors"))
     single = audit_checkpoint("s", str(tmp_path / "single.safetensors"))
     assert single["passed"] and single["shards"] == ["single.safetensors"]
     (tmp_path / "two").mkdir()
     for name in ("a", "b"):
-        save_file({"w": torch.ones(3)}, str(tmp_path / "two" / f"{name}.safetensors"))
+        save_file({"w": np.ones(3, np.float32)}, str(tmp_path / "two" / f"{name}.safetensors"))
     with pytest.raises(CheckpointError, match="cannot tell which file"):
         resolve_weights(tmp_path / "two")
 
@@ -172,7 +169,7 @@ def break_checkpoint(folder: Path, how: str) -> None:
 def test_a_broken_checkpoint_is_reported_by_name(
     tmp_path: Path, how: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_hf(tmp_path / "ck", model_tensors(1, 0.0), torch.bfloat16)
+    write_hf(tmp_path / "ck", model_tensors(1, 0.0), ml_dtypes.bfloat16)
     break_checkpoint(tmp_path / "ck", how)
     audit = audit_checkpoint("ck", str(tmp_path / "ck"))
     assert not audit["passed"] and audit["fingerprint"] is None
@@ -187,8 +184,8 @@ def test_a_broken_checkpoint_is_reported_by_name(
 
 
 def test_checkpoint_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    write_hf(tmp_path / "base", model_tensors(1, 0.0), torch.bfloat16)
-    write_hf(tmp_path / "final", model_tensors(1, 0.02), torch.bfloat16)
+    write_hf(tmp_path / "base", model_tensors(1, 0.0), ml_dtypes.bfloat16)
+    write_hf(tmp_path / "final", model_tensors(1, 0.02), ml_dtypes.bfloat16)
     assert main(["checkpoint", "audit", str(tmp_path / "base")]) == 0
     assert "passed; 2 shard(s)" in capsys.readouterr().out
     assert (
@@ -201,15 +198,23 @@ def test_checkpoint_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         == 0
     )
     text = capsys.readouterr().out.splitlines()
-    assert len(text) == 3 and "model.norm.weight" in text[1]  # the last tensor moved most
+    base, final = model_tensors(1, 0.0), model_tensors(1, 0.02)
+
+    def moved(name: str) -> float:
+        a = base[name].astype(ml_dtypes.bfloat16).astype(np.float64)
+        b = final[name].astype(ml_dtypes.bfloat16).astype(np.float64)
+        return float(np.linalg.norm(b - a) / np.linalg.norm(a))
+
+    assert len(text) == 3 and max(SHAPES, key=moved) in text[1]  # the top mover first
 
 
 @pytest.mark.gpu
 def test_the_gpu_and_cpu_paths_agree(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch", reason="the GPU path needs the [gpu] extra")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    write_hf(tmp_path / "base", model_tensors(1, 0.0), torch.bfloat16)
-    write_hf(tmp_path / "final", model_tensors(1, 0.01), torch.bfloat16)
+    write_hf(tmp_path / "base", model_tensors(1, 0.0), ml_dtypes.bfloat16)
+    write_hf(tmp_path / "final", model_tensors(1, 0.01), ml_dtypes.bfloat16)
     cpu = weight_diff(str(tmp_path / "base"), str(tmp_path / "final"), device="cpu")
     gpu = weight_diff(str(tmp_path / "base"), str(tmp_path / "final"), device="cuda")
     assert gpu["device"] == "cuda"
