@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from skilleval.errors import CoverageError, InfrastructureError, OutageError
 from skilleval.runs.journal import Journal, RecordKey
 from skilleval.runs.rollout import EpisodeResult
-from skilleval.serving.outage import RetryLedger
+from skilleval.serving.outage import RetryLedger, backoff_s
 
 log = logging.getLogger(__name__)
 EpisodeFn = Callable[[str, int], EpisodeResult]
@@ -61,9 +61,7 @@ class RetryPolicy:
     max_delay_s: float = 30.0
 
     def delay(self, attempt: int, retry_after_s: float | None) -> float:
-        """Exponential backoff, never shorter than the server's Retry-After."""
-        backoff = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
-        return float(max(backoff, retry_after_s or 0.0))
+        return backoff_s(attempt, self.base_delay_s, self.max_delay_s, retry_after_s)
 
 
 class _Schedule:

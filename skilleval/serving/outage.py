@@ -50,6 +50,12 @@ class Failure:
     message: str
 
 
+def backoff_s(failures: int, base_s: float, cap_s: float, retry_after_s: float | None) -> float:
+    """The one backoff rule of every retry: doubling from ``base_s`` with each failure so
+    far (1 for the first), at most ``cap_s``, never shorter than the server's Retry-After."""
+    return float(max(min(cap_s, base_s * 2 ** (failures - 1)), retry_after_s or 0.0))
+
+
 def retry_after(value: str | None) -> float | None:
     """Retry-After in seconds, given as seconds or as an HTTP date."""
     if not value:
@@ -190,6 +196,5 @@ class ServerCalls:
                 self.budget_s,
                 failure.message,
             )
-        backoff = min(self.max_delay_s, self.base_delay_s * 2**attempt)
-        delay = max(backoff, failure.retry_after_s or 0.0)
+        delay = backoff_s(attempt + 1, self.base_delay_s, self.max_delay_s, failure.retry_after_s)
         self.ledger.stop.wait(min(delay, self.budget_s - waited_s + 0.05))
