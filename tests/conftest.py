@@ -98,6 +98,33 @@ def workflow_copy(tmp_path: Path) -> Path:
     return copy_workflow(tmp_path)
 
 
+# Failures the sim trainer plants in the small paper's matrix, with the audit check each fails.
+PLANTED = {
+    "LR-docvqa-8": "undeclared_override",
+    "MBS-alfworld-2": "rate_limit",
+    "SLOWN-livemathematicianbench-5": "oom",
+}
+
+
+@pytest.fixture(scope="session")
+def small_paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The paper built once on the small world (tests/data/small.yaml), for every test that
+    reads it or edits a file and restores it: a copy of the workflow and of the package (a
+    code edit stays in the copy), and the seed matrix with three planted failures, kept as
+    the seed file's own text so that edits to its lines apply."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("paper"))
+    shutil.copytree(
+        REPO / "skilleval", workdir / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO / "tests" / "data" / "small.yaml", workdir / "config" / "small.yaml")
+    seed = (workdir / "config" / "ablation" / "matrix.yaml").read_text()
+    planted = seed.replace("  plant: {}", f"  plant: {json.dumps(PLANTED)}", 1)
+    assert planted != seed, "the seed matrix no longer has an empty trainer.plant line"
+    (workdir / "config" / "ablation" / "planted.yaml").write_text(planted)
+    snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
+    return workdir
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), *args]
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)

@@ -18,6 +18,8 @@ import yaml
 from skilleval.config.loading import merge
 from tests.conftest import REPO, copy_workflow, load_default_config
 
+pytestmark = pytest.mark.slow
+
 README = REPO / "README.md"
 # Commands of the README that other tests cover, or that set up the machine rather than
 # use the graph; every other command runs here.

@@ -19,22 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, copy_workflow, dry_run_outputs, snakemake
+from tests.conftest import copy_workflow, dry_run_outputs, snakemake
+
+pytestmark = pytest.mark.slow
 
 CONFIG = ("--configfile", "config/small.yaml")
 MAIN = {"s0-gain", "internalisation", "internalisation-gap", "upper-bound", "final-vs-initial"}
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    workdir = copy_workflow(tmp_path_factory.mktemp("stale"))
-    shutil.copytree(
-        REPO / "skilleval", workdir / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    shutil.copy(REPO / "tests" / "data" / "small.yaml", workdir / "config" / "small.yaml")
-    shutil.copy(workdir / "config/ablation/matrix.yaml", workdir / "config/ablation/planted.yaml")
-    snakemake(workdir, "paper", "-j", "2", *CONFIG)
-    return workdir
+def built(small_paper: Path) -> Path:
+    return small_paper
 
 
 def stale(

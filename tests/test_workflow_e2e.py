@@ -3,33 +3,21 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import REPO, copy_workflow, dry_run_outputs, snakemake
+from tests.conftest import dry_run_outputs, snakemake
 
-PLANTED = {
-    "LR-docvqa-8": "undeclared_override",
-    "MBS-alfworld-2": "rate_limit",
-    "SLOWN-livemathematicianbench-5": "oom",
-}
+pytestmark = pytest.mark.slow
+
 RUNS = ("base-free", "base-S0", "final-free", "final-ST")
 CONTRASTS = ("s0-gain", "internalisation", "internalisation-gap", "upper-bound", "final-vs-initial")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-
-    workdir = copy_workflow(tmp_path_factory.mktemp("graph"))
-    shutil.copy(REPO / "tests" / "data" / "small.yaml", workdir / "config" / "small.yaml")
-    matrix = yaml.safe_load((REPO / "config" / "ablation" / "matrix.yaml").read_text())
-    matrix["trainer"]["plant"] = PLANTED
-    (workdir / "config" / "ablation" / "planted.yaml").write_text(yaml.safe_dump(matrix))
-    snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
-    return workdir
+def built(small_paper: Path) -> Path:
+    return small_paper
 
 
 def small(workdir: Path, *targets: str, extra_config: str | None = None) -> dict[str, set[str]]:
