@@ -57,3 +57,17 @@ def test_no_results_path_is_spelled_outside_paths_module() -> None:
             if '"results/' in line or 'f"results/' in line:
                 offenders.append(f"{path.relative_to(REPO)}:{number}")
     assert offenders == []
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    """The memos' account is docs/memos.md: the repository is read without its neighbours."""
+    pointing = [
+        f"{path.relative_to(REPO)}:{number}"
+        for top in ("README.md", "docs", "config", "skilleval", "rules", "scripts", "profiles")
+        for path in ([REPO / top] if (REPO / top).is_file() else sorted((REPO / top).rglob("*")))
+        if path.is_file() and path.suffix in {".md", ".yaml", ".json", ".py", ".smk", ""}
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1)
+        if "../shared" in line or "DESIGN.md" in line
+    ]
+    assert pointing == [], pointing
+    assert "## Memo 000" in (REPO / "docs" / "memos.md").read_text()
