@@ -249,8 +249,14 @@ def test_one_learning_rate_changes_the_identity_of_exactly_three_runs(built: Pat
         ).stdout  # fmt: skip
     # The sim trainer's runs are one job: it re-runs, and restores every run but these.
     assert set(jobs) == {"ablation_runs", "ablation_figure", "ablation_table", "harness_table"}
-    changed = set(re.findall(r"(\S+) '[0-9a-f]{16}' -> '[0-9a-f]{16}'", why))
-    assert changed == {f"LR-{b}-2" for b in ("livemathematicianbench", "alfworld", "docvqa")}
+    three = {f"LR-{b}-2" for b in ("livemathematicianbench", "alfworld", "docvqa")}
+    assert (
+        set(re.findall(r"ablation run (\S+): evidence identity '[0-9a-f]{16}' -> ", why)) == three
+    )
+    # Only their table cells can change: the job restores every other run unchanged.
+    cells = {line.split(":")[0] for line in why.splitlines() if line.startswith("Table ablation_")}
+    assert {cell.split(", ")[1] for cell in cells if ", " in cell} == three
+    assert "Sim trainer job: 3 of 216 ablation runs train (identity changed)" in why
 
 
 def test_a_split_file_edit_makes_runs_stale(built: Path) -> None:

@@ -28,6 +28,9 @@ from skilleval.skills.bank import bank_hash, load_bank
 NOTHING = "<nothing exclusive>"
 REBUILT = "rebuilt after its inputs: "
 PARAMS_CHANGE = re.compile(r"before: (?P<before>.*?) now: (?P<now>.*?)\s*$")
+IDENTITY = re.compile(r"[0-9a-f]{16}")
+# How a changed run of the one sim-trainer job is named (rules/ablation.smk).
+CHANGED_RUN = re.compile(r"ablation run (?P<run>\S+): evidence identity ")
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,23 @@ def _is_code(value: Any) -> bool:
     return isinstance(value, Mapping) and any(str(k).endswith((".py", ".j2")) for k in value)
 
 
+def _is_identities(value: Any) -> bool:
+    """Run id -> evidence identity: the params of the sim trainer's one job."""
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(isinstance(v, str) and IDENTITY.fullmatch(v) for v in value.values())
+    )
+
+
+def _changed_runs(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    return [
+        f"ablation run {run}: evidence identity {old.get(run)!r} -> {new.get(run)!r}"
+        for run in sorted(set(old) | set(new))
+        if old.get(run) != new.get(run)
+    ]
+
+
 def describe_params(before: list[Any], now: list[Any], config: Mapping[str, Any]) -> list[str]:
     """Phrases for the params that differ: code files, config values, input contents."""
     phrases: list[str] = []
@@ -102,7 +122,9 @@ def describe_params(before: list[Any], now: list[Any], config: Mapping[str, Any]
                 f for f in set(old_code) | set(new_code) if old_code.get(f) != new_code.get(f)
             )
             phrases += [f"code: {f}" for f in changed]
-        elif isinstance(old, str) and isinstance(new, str) and re.fullmatch(r"[0-9a-f]{16}", old):
+        elif _is_identities(old) or _is_identities(new):
+            phrases += _changed_runs(old or {}, new or {})
+        elif isinstance(old, str) and isinstance(new, str) and IDENTITY.fullmatch(old):
             phrases.append("generated content changed (world generator)")
         elif isinstance(old, Mapping) and isinstance(new, Mapping):
             prefix = _config_path(config, new)
@@ -193,11 +215,28 @@ def stale_jobs(
             job.rule,
             tuple(job.outputs),
             tuple(causes[i]),
-            tuple(sorted({c for o in job.outputs for c in cells_of_output(o, plan)})),
+            tuple(
+                sorted(
+                    {
+                        c
+                        for o in changing(job.outputs, parsed[i][2])
+                        for c in cells_of_output(o, plan)
+                    }
+                )
+            ),
             run_cost(job, root, kept),
         )
         for i, job in enumerate(planned)
     ]
+
+
+def changing(outputs: Sequence[str], reasons: Sequence[str]) -> list[str]:
+    """The outputs that can change: when the only reasons are changed run identities (the
+    sim trainer's one job), those runs' outputs; the job restores the others unchanged."""
+    runs = {m["run"] for r in reasons if (m := CHANGED_RUN.match(r))}
+    if not reasons or len(runs) < len(reasons):
+        return list(outputs)
+    return [o for o in outputs if runs & set(Path(o).parts) or Path(o).stem in runs]
 
 
 def with_chunks(phrases: list[str], outputs: Sequence[str], root: Path) -> list[str]:
@@ -265,9 +304,10 @@ def report(jobs: list[StaleJob]) -> str:
 def cost_report(jobs: list[StaleJob]) -> str:
     """The planned model and trainer runs with their expected price, certain ones first."""
     priced = [j for j in jobs if j.cost is not None]
+    sim = [sim_trainer_line(j) for j in jobs if j.rule == "ablation_runs"]
     if not priced:
-        return "\nNo model or trainer run is planned."
-    lines = ["", f"Model and trainer runs planned: {len(priced)}"]
+        return "\n" + "\n".join(sim or ["No model or trainer run is planned."])
+    lines = ["", *sim, f"Model and trainer runs planned: {len(priced)}"]
     for certain in (True, False):
         group = [j for j in priced if j.cost is not None and j.cost.certain == certain]
         if not group:
@@ -296,3 +336,16 @@ def cost_report(jobs: list[StaleJob]) -> str:
             summary = next((o for o in job.outputs if o.endswith("summary.json")), job.outputs[0])
             lines.append(f"    {job.rule} {summary}: {price}")
     return "\n".join(lines)
+
+
+def sim_trainer_line(job: StaleJob) -> str:
+    """What the sim trainer's one job will do: it costs no card, and trains only the runs
+    whose identity has no kept result."""
+    total = sum(o.endswith("summary.json") for o in job.outputs)
+    runs = {m["run"] for r in job.reasons if (m := CHANGED_RUN.match(r))}
+    if runs and len(runs) == len(job.reasons):
+        return (
+            f"Sim trainer job: {len(runs)} of {total} ablation runs train (identity changed); "
+            "it restores the others; no card."
+        )
+    return f"Sim trainer job: {total} ablation runs, each restored if kept, else trained; no card."
