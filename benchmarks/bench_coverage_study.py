@@ -38,7 +38,7 @@ from skilleval.analysis.design import build_design
 from skilleval.analysis.gate import fit_gate
 from skilleval.policy.sim import SimPolicy, decision_probabilities, hint_shifts, weights_salt
 from skilleval.runs.rollout import run_episode
-from skilleval.skills.bank import Skill, load_bank, system_prompt
+from skilleval.skills.bank import Prompt, Skill, load_bank
 from skilleval.world.design import world_design
 from skilleval.world.generate import (
     checkpoint_tensors,
@@ -50,6 +50,9 @@ from skilleval.world.generate import (
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
 REPO = Path(__file__).resolve().parent.parent
+PROMPT = Prompt.load(
+    str(REPO / "config/prompts/shop-assistant.system.txt"), str(REPO / "config/prompts/skills.j2")
+)
 N_RESAMPLES = 2000
 WORLD: dict[str, Any] = {}
 
@@ -146,7 +149,7 @@ def contrast_replicate(replicate: int) -> dict[tuple[str, str], Any]:
             name = contrast[role]
             if name not in rewards:
                 run = config["runs"][name]
-                prompt = system_prompt(run_skills(run))
+                prompt = PROMPT.message(run_skills(run))
                 rewards[name] = simulate(run["checkpoint"], dict.fromkeys(task_ids, prompt), seed)
     covered = {}
     for name, contrast in config["contrasts"].items():
@@ -198,12 +201,12 @@ def gate_setup() -> dict[str, Any]:
 def gate_replicate(replicate: int) -> dict[tuple[str, str], bool]:
     gate, seed = WORLD["gate"], 2_000_000 + replicate
     tasks, chunks = gate["tasks"], gate["chunks"]
-    bare = simulate(gate["checkpoint"], dict.fromkeys(tasks, system_prompt([])), seed)
+    bare = simulate(gate["checkpoint"], dict.fromkeys(tasks, PROMPT.message([])), seed)
     deltas, groups = [], []
     for run in gate["runs"]:
         masks = gate["design"]["runs"][run]
         prompts = {
-            t: system_prompt([s for s, bit in zip(chunks, masks[t], strict=True) if bit])
+            t: PROMPT.message([s for s, bit in zip(chunks, masks[t], strict=True) if bit])
             for t in tasks
         }
         rewards = simulate(gate["checkpoint"], prompts, seed)

@@ -14,6 +14,7 @@ import yaml
 
 from skilleval.config.plan import WorkflowPlan
 from skilleval.runs.inputs import RunInputs
+from skilleval.skills.bank import Prompt
 from skilleval.world.design import world_design
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
 from tests.engine_docker import DockerEngine
@@ -26,8 +27,17 @@ WORKFLOW_PARTS = ("Snakefile", "rules", "scripts", "config", "envs", "profiles",
 
 
 def load_default_config() -> dict[str, Any]:
+    """The shipped config, with its prompt files' paths made absolute (tests run anywhere)."""
     config: dict[str, Any] = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    for protocol in config["protocols"].values():
+        protocol["prompt"] = {k: str(REPO / v) for k, v in protocol["prompt"].items()}
     return config
+
+
+# The shipped protocols' system message (config/prompts).
+DEFAULT_PROMPT = Prompt.load(
+    str(REPO / "config/prompts/shop-assistant.system.txt"), str(REPO / "config/prompts/skills.j2")
+)
 
 
 @pytest.fixture(scope="session")

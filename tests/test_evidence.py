@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -131,6 +132,31 @@ def test_a_reverted_change_revives_its_archived_journal(
     back = evaluate(inputs, results, summary, journal)
     assert back["fingerprint"] == first["fingerprint"]
     assert json.loads(Path(summary).read_text()) == json.loads(json.dumps(first))
+
+
+def test_another_registered_system_prompt_is_another_run(small_world: Path, tmp_path: Path) -> None:
+    """The prompt files are protocol: their contents are in the identity, their names in
+    the summary; an identical copy under another name is the same run."""
+    inputs = run_inputs(small_world, run="base-S0")
+    results, summary = outputs(tmp_path)
+    journal = str(tmp_path / "journal")
+    first = evaluate(inputs, results, summary, journal)
+    copy = tmp_path / "copy.system.txt"
+    copy.write_bytes(Path(inputs.system_prompt_file).read_bytes())
+    same = evaluate(replace(inputs, system_prompt_file=str(copy)), results, summary, journal)
+    assert same["fingerprint"] == first["fingerprint"]
+    terse = tmp_path / "terse.system.txt"
+    terse.write_text("You are a terse shopping assistant. Buy one product.\n")
+    other = evaluate(replace(inputs, system_prompt_file=str(terse)), results, summary, journal)
+    assert other["prompt_hash"] != first["prompt_hash"]
+    assert other["prompt_files"] == {"system": "terse.system.txt", "skill_template": "skills.j2"}
+    assert other["provenance"]["execution"]["reused_from_journal"] == 0
+    why = json.loads(next((tmp_path / "archive" / "journal").rglob("why.json")).read_text())
+    assert why["changed_inputs"] == ["prompt_hash"]
+    template = tmp_path / "bad.j2"
+    template.write_text("{{ system }} {{ skill_list }}")
+    with pytest.raises(SkillevalError, match=r"bad\.j2: 'skill_list' is undefined"):
+        evaluate(replace(inputs, skill_template_file=str(template)), results, summary, journal)
 
 
 def test_a_kept_ablation_run_is_restored_without_its_trainer(

@@ -432,6 +432,31 @@ def test_a_behaviour_edit_makes_every_run_that_uses_it_certain(
     assert not any(rule.startswith("ablation") for rule in jobs)
 
 
+def test_another_registered_system_prompt_makes_every_model_run_certain(built: Path) -> None:
+    prompts, overlay = built / "config" / "prompts", built / "config" / "prompt.yaml"
+    shutil.copy(prompts / "shop-assistant.system.txt", prompts / "copy.system.txt")
+    (prompts / "terse.system.txt").write_text("You are a terse shopping assistant.\n")
+    configs = ("config/small.yaml", "config/prompt.yaml")
+
+    def register(system: str) -> None:
+        overlay.write_text(
+            "protocols:\n  local-sglang:\n    prompt:\n"
+            f"      {{system: config/prompts/{system}, skill_template: config/prompts/skills.j2}}\n"
+        )
+
+    try:
+        register("copy.system.txt")  # the same text under another name: the same runs
+        assert stale(built, "paper", configfiles=configs) == {}
+        register("terse.system.txt")
+        jobs, costs = stale_and_costs(built, "paper", configfiles=configs)
+    finally:
+        for path in (overlay, prompts / "copy.system.txt", prompts / "terse.system.txt"):
+            path.unlink()
+    assert len(model_runs(jobs)) == EVERY_RUN and set(costs.values()) == {"certain"}
+    assert "paper_main_table" in jobs
+    assert not any(rule.startswith("ablation") for rule in jobs)
+
+
 def test_identical_copies_under_new_paths_plan_nothing(built: Path) -> None:
     originals = {
         "bank": built / "results/world/banks/S0.md",

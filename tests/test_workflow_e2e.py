@@ -36,6 +36,7 @@ def test_paper_builds_all_runs_contrasts_and_table(built: Path) -> None:
     assert final_vs_initial["verdict"] == "descriptive"
     table = (built / "paper" / "tables" / "main.tex").read_text()
     assert r"\toprule" in table and "[" in table
+    assert "shop-assistant.system.txt + skills.j2 (" in table  # the registered prompt files
     for name in (*RUNS, *CONTRASTS):
         assert name in table
     assert (built / "paper" / "figures" / "contrasts.png").stat().st_size > 1000

@@ -8,9 +8,10 @@ from safetensors.numpy import load_file
 
 from skilleval.policy.sim import OUTCOME_DECISIONS, SimPolicy, decision_probabilities, hint_shifts
 from skilleval.runs.rollout import run_episode
-from skilleval.skills.bank import load_bank, system_prompt
+from skilleval.skills.bank import load_bank
 from skilleval.world.generate import expected_reward, ground_truth, outcome_table
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
+from tests.conftest import DEFAULT_PROMPT
 
 
 def load_world(root: Path) -> tuple[ShopWorld, list[Task]]:
@@ -39,7 +40,7 @@ def test_banks_match_registry_sizes_and_carry_hints(small_world: Path) -> None:
     for name, size in (("S0", 10), ("ST", 8), ("draft16", 16)):
         skills = load_bank(small_world / "banks" / f"{name}.md", size)
         assert all(s.hints for s in skills)
-        assert "skilleval:hint" in system_prompt(skills)
+        assert "skilleval:hint" in DEFAULT_PROMPT.message(skills)
 
 
 def test_outcome_table_is_what_the_rollout_scores(small_world: Path) -> None:
@@ -87,7 +88,9 @@ def test_expected_reward_matches_monte_carlo(small_world: Path) -> None:
         means.append(
             np.mean(
                 [
-                    run_episode(policy, world, t.task_id, system_prompt([]), 30).rewards["reward"]
+                    run_episode(policy, world, t.task_id, DEFAULT_PROMPT.message([]), 30).rewards[
+                        "reward"
+                    ]
                     for t in tasks
                 ]
             )

@@ -275,10 +275,9 @@ def declared_files(config: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(config key, path) of every file the config names as an input."""
     files = [(f"checkpoints.{n}.path", c["path"]) for n, c in config["checkpoints"].items()]
     files += [(f"banks.{n}.path", b["path"]) for n, b in config["banks"].items()]
-    files += [
-        (f"protocols.{n}.tasks.split_file", p["tasks"]["split_file"])
-        for n, p in config["protocols"].items()
-    ]
+    for name, protocol in config["protocols"].items():
+        files.append((f"protocols.{name}.tasks.split_file", protocol["tasks"]["split_file"]))
+        files += [(f"protocols.{name}.prompt.{k}", v) for k, v in protocol["prompt"].items()]
     return [*files, ("ablation.matrix", config["ablation"]["matrix"])]
 
 

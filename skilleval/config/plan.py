@@ -285,6 +285,8 @@ class WorkflowPlan:
             split=plan.split,
             backends=dict(self.config["backends"]),
             catalogue=paths.fill(paths.WORLD_CATALOGUE, world_dir=self.world_dir),
+            system_prompt_file=protocol["prompt"]["system"],
+            skill_template_file=protocol["prompt"]["skill_template"],
             mask_path=plan.mask.design if plan.mask else None,
             mask_run=plan.mask.run if plan.mask else None,
         )

@@ -48,10 +48,17 @@ def _run_row(name: str, summary: RunSummary) -> dict[str, Any]:
         "tokens_per_task": summary.tokens["mean_per_task"],
         "n_tasks": summary.n_tasks,
         "protocol": summary.protocol,
+        "prompt": prompt_label(summary),
         "split": summary.split,
         "valid": valid,
         "note": "" if valid else "coverage below 1 or service changed",
     }
+
+
+def prompt_label(summary: RunSummary) -> str:
+    """Which registered prompt files a run was given, with their content digest."""
+    files = summary.prompt_files
+    return f"{files['system']} + {files['skill_template']} ({summary.prompt_hash[:8]})"
 
 
 def main_table_frames(
@@ -106,11 +113,16 @@ def render_main_table(
     runs, contrasts = main_table_frames(summaries, verdicts, descriptions)
     notes = Notes()
     # Runs of several splits or protocols in one table: each row says its own.
-    mixed = runs["split"].nunique() > 1 or runs["protocol"].nunique() > 1
+    mixed = any(runs[column].nunique() > 1 for column in ("split", "protocol", "prompt"))
     run_cells = [
         {
             "name": latex_escape(row.run)
-            + (f" ({latex_escape(row.split)}, {latex_escape(row.protocol)})" if mixed else ""),
+            + (
+                f" ({latex_escape(row.split)}, {latex_escape(row.protocol)}, "
+                f"{latex_escape(row.prompt)})"
+                if mixed
+                else ""
+            ),
             "mark": notes.mark(row.run, not row.valid, row.note),
             "bank": latex_escape(row.bank),
             "reward": f"{row.reward:.4f}",
@@ -130,6 +142,7 @@ def render_main_table(
             split=latex_escape("/".join(runs["split"].unique())),
             n_tasks="/".join(str(int(n)) for n in runs["n_tasks"].unique()),
             protocol=latex_escape(", ".join(runs["protocol"].unique())),
+            prompt=latex_escape(", ".join(runs["prompt"].unique())),
             confidence=_percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "",
             runs=run_cells,
             contrasts=contrast_cells,

@@ -139,6 +139,7 @@ def _evaluate(
             k: v for k, v in results_protocol(inputs.protocol).items() if k != "description"
         },
         "chunk_hashes": resolved.chunk_hashes,
+        "prompt_files": _prompt_files(inputs),
         "repeats": inputs.protocol["runtime"]["repeats"],
         **summarise(records, len(resolved.keys)),
         "service": {
@@ -203,6 +204,15 @@ def _run_all(
             f"required {required}; finished tasks are kept in {journal_path}. Re-run to resume."
         )
     return records, stats
+
+
+def _prompt_files(inputs: RunInputs) -> dict[str, str]:
+    """Which prompt files the run was given, for the paper's tables (prompt_hash is the
+    identity of their contents)."""
+    return {
+        "system": Path(inputs.system_prompt_file).name,
+        "skill_template": Path(inputs.skill_template_file).name,
+    }
 
 
 def _service(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,8 @@ FILE_FIELDS = {
     "bank": "bank_path",
     "design": "mask_path",
     "catalogue": "catalogue",
+    "system_prompt": "system_prompt_file",
+    "skill_template": "skill_template_file",
 }
 
 # How a run is executed, not what it computes: these never change a fingerprint or make a
@@ -25,10 +27,12 @@ EXECUTION_ONLY_RUNTIME = ("outage_budget_s",)
 
 
 def results_protocol(protocol: Mapping[str, Any]) -> dict[str, Any]:
-    """The protocol's values that decide what a run computes. The split file's path is no
-    such value: the run reads that file as an input and compares it by content."""
+    """The protocol's values that decide what a run computes. The paths of the split file
+    and the prompt files are no such values: the run reads those files as inputs and
+    compares them by content."""
     runtime = {k: v for k, v in protocol["runtime"].items() if k not in EXECUTION_ONLY_RUNTIME}
-    values = {**protocol, "runtime": runtime}
+    values = {k: v for k, v in protocol.items() if k != "prompt"}
+    values["runtime"] = runtime
     if "tasks" in protocol:
         values["tasks"] = {k: v for k, v in protocol["tasks"].items() if k != "split_file"}
     return values
@@ -52,6 +56,8 @@ class RunInputs:
     split: str
     backends: dict[str, str]
     catalogue: str | None
+    system_prompt_file: str
+    skill_template_file: str
     mask_path: str | None = None
     mask_run: str | None = None
 

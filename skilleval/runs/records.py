@@ -55,6 +55,8 @@ class RunSummary(WithMetrics):
     bank_hash: str | None
     split: str
     split_hash: str
+    prompt_hash: str
+    prompt_files: dict[str, str]
     backends: dict[str, str]
     sim_policy_version: int | None
     mask_hash: str | None = None

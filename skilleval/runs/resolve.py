@@ -19,7 +19,7 @@ from skilleval.policy.sim import SIM_POLICY_VERSION
 from skilleval.runs.inputs import RunInputs, results_protocol
 from skilleval.runs.journal import RecordKey
 from skilleval.runs.tasks import load_task_ids
-from skilleval.skills.bank import Skill, bank_hash, load_bank, system_prompt
+from skilleval.skills.bank import Prompt, Skill, bank_hash, load_bank
 from skilleval.storage.hashing import canonical_hash, file_sha256
 
 
@@ -60,6 +60,9 @@ def identity(inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None) ->
         "bank_hash": skills_hash,
         "split": inputs.split,
         "split_hash": file_sha256(inputs.split_file),
+        "prompt_hash": canonical_hash(
+            [file_sha256(inputs.system_prompt_file), file_sha256(inputs.skill_template_file)]
+        )[:16],
         "backends": dict(sorted(inputs.backends.items())),
         # Journals of the sim policy are only valid for the behaviour they were made with.
         "sim_policy_version": SIM_POLICY_VERSION if inputs.backends["policy"] == "sim" else None,
@@ -67,7 +70,11 @@ def identity(inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None) ->
 
 
 def masked_prompts(
-    skills: Sequence[Skill], task_ids: Sequence[str], design_path: str, mask_run: str
+    prompt: Prompt,
+    skills: Sequence[Skill],
+    task_ids: Sequence[str],
+    design_path: str,
+    mask_run: str,
 ) -> dict[str, str]:
     """System prompt per task with the task's mask of the bank applied (Gate A runs)."""
     design = json.loads(Path(design_path).read_text())
@@ -82,7 +89,7 @@ def masked_prompts(
     if missing:
         raise SkillevalError(f"{design_path}: no mask for tasks {missing[:3]}")
     return {
-        t: system_prompt([s for s, bit in zip(skills, masks[t], strict=True) if bit])
+        t: prompt.message([s for s, bit in zip(skills, masks[t], strict=True) if bit])
         for t in task_ids
     }
 
@@ -94,11 +101,12 @@ def resolve(inputs: RunInputs, code: Mapping[str, str]) -> ResolvedRun:
     ident = identity(inputs, checked_checkpoint(inputs), skills_hash)
     ident["code_fingerprint"] = canonical_hash(dict(code))[:16]
     task_ids = load_task_ids(inputs.split_file, inputs.split)
+    prompt = Prompt.load(inputs.system_prompt_file, inputs.skill_template_file)
     if inputs.mask_path and inputs.mask_run:
-        prompts = masked_prompts(skills, task_ids, inputs.mask_path, inputs.mask_run)
+        prompts = masked_prompts(prompt, skills, task_ids, inputs.mask_path, inputs.mask_run)
         ident["mask_hash"] = canonical_hash(prompts)
     else:
-        prompts = dict.fromkeys(task_ids, system_prompt(skills))
+        prompts = dict.fromkeys(task_ids, prompt.message(skills))
     repeats = inputs.protocol["runtime"]["repeats"]
     return ResolvedRun(
         identity=ident,

@@ -19,10 +19,6 @@ from skilleval.errors import BankError
 
 CHUNK_HEADER = re.compile(r"^## chunk (?P<id>\S+)\s*$", re.MULTILINE)
 HINT = re.compile(r"<!-- skilleval:hint (?P<json>\{.*?\}) -->")
-SYSTEM_PROMPT = (
-    "You are a careful shopping assistant. Use the tools to find and buy exactly one product "
-    "that satisfies the request."
-)
 
 
 @dataclass(frozen=True)
@@ -95,8 +91,38 @@ def bank_hash(skills: Sequence[Skill]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def system_prompt(skills: Sequence[Skill]) -> str:
-    if not skills:
-        return SYSTEM_PROMPT
-    body = "\n\n".join(f"### Skill {s.chunk_id}\n{s.text}" for s in skills)
-    return f"{SYSTEM_PROMPT}\n\n# Skills\n\n{body}"
+@dataclass(frozen=True)
+class Prompt:
+    """The system message of a run, from its protocol's two files (``protocol.prompt``):
+    the system prompt (the file's text without its final newline) and the skill-injection
+    template (jinja2, given ``system`` and ``skills``). A run without skills sends the
+    system prompt alone."""
+
+    system: str
+    skill_template: str
+    template_file: str = ""
+
+    @classmethod
+    def load(cls, system_file: str, skill_template_file: str) -> Prompt:
+        try:
+            system = Path(system_file).read_text().removesuffix("\n")
+            template = Path(skill_template_file).read_text()
+        except OSError as error:
+            raise BankError(f"cannot read a prompt file of the protocol: {error}") from None
+        return cls(system, template, skill_template_file)
+
+    def message(self, skills: Sequence[Skill]) -> str:
+        if not skills:
+            return self.system
+        import jinja2
+
+        try:
+            template = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(
+                self.skill_template
+            )
+            return template.render(system=self.system, skills=skills)
+        except jinja2.TemplateError as error:
+            raise BankError(
+                f"{self.template_file or 'skill template'}: {error}; fix the template "
+                "(variables: system, skills with chunk_id and text)"
+            ) from None

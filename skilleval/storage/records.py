@@ -20,7 +20,7 @@ from skilleval.storage.hashing import canonical_hash
 
 # One version per kind of record; bump it when a field changes meaning or shape.
 FORMAT_VERSIONS: dict[str, int] = {
-    "run_summary": 1,
+    "run_summary": 2,
     "task_record": 1,
     "contrast": 2,
     "verdict": 1,
