@@ -417,16 +417,17 @@ def test_a_rollout_edit_recomputes_every_episode_and_its_revert_restores_them(
 @pytest.mark.parametrize(
     ("module", "old", "new"),
     [
-        ("policy/sim.py", "TASK_CORRELATION = 0.9", "TASK_CORRELATION = 0.8"),
-        ("world/shopsim.py", '{"reward": strict,', '{"reward": 0.9 * strict,'),
-        ("skills/bank.py", '"### Skill {s.chunk_id}', '"## Skill {s.chunk_id}'),
+        ("skilleval/policy/sim.py", "TASK_CORRELATION = 0.9", "TASK_CORRELATION = 0.8"),
+        ("skilleval/world/shopsim.py", '{"reward": strict,', '{"reward": 0.9 * strict,'),
+        # The skill-injection template is protocol, not code (config/prompts).
+        ("config/prompts/skills.j2", "### Skill {{", "## Skill {{"),
     ],
     ids=["sim-policy", "env-reward", "skill-rendering"],
 )
 def test_a_behaviour_edit_makes_every_run_that_uses_it_certain(
     built: Path, module: str, old: str, new: str
 ) -> None:
-    with edited(built / "skilleval" / module, lambda t: t.replace(old, new, 1)):
+    with edited(built / module, lambda t: t.replace(old, new, 1)):
         jobs, costs = stale_and_costs(built, "paper")
     assert len(model_runs(jobs)) == EVERY_RUN and set(costs.values()) == {"certain"}
     assert not any(rule.startswith("ablation") for rule in jobs)
