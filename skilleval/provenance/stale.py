@@ -29,7 +29,8 @@ NOTHING = "<nothing exclusive>"
 REBUILT = "rebuilt after its inputs: "
 PARAMS_CHANGE = re.compile(r"before: (?P<before>.*?) now: (?P<now>.*?)\s*$")
 IDENTITY = re.compile(r"[0-9a-f]{16}")
-# How a changed run of the one sim-trainer job is named (rules/ablation.smk).
+# The sim trainer's one job (rules/ablation.smk): its params map run id -> identity.
+SIM_TRAINER_JOB = "ablation_runs"
 CHANGED_RUN = re.compile(r"ablation run (?P<run>\S+): evidence identity ")
 
 
@@ -91,15 +92,6 @@ def _is_code(value: Any) -> bool:
     return isinstance(value, Mapping) and any(str(k).endswith((".py", ".j2")) for k in value)
 
 
-def _is_identities(value: Any) -> bool:
-    """Run id -> evidence identity: the params of the sim trainer's one job."""
-    return (
-        isinstance(value, Mapping)
-        and bool(value)
-        and all(isinstance(v, str) and IDENTITY.fullmatch(v) for v in value.values())
-    )
-
-
 def _changed_runs(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     return [
         f"ablation run {run}: evidence identity {old.get(run)!r} -> {new.get(run)!r}"
@@ -108,8 +100,11 @@ def _changed_runs(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     ]
 
 
-def describe_params(before: list[Any], now: list[Any], config: Mapping[str, Any]) -> list[str]:
-    """Phrases for the params that differ: code files, config values, input contents."""
+def describe_params(
+    before: list[Any], now: list[Any], config: Mapping[str, Any], rule: str = ""
+) -> list[str]:
+    """Phrases for the params that differ: code files, config values, input contents, and
+    for the sim trainer's job, the runs whose identity changed."""
     phrases: list[str] = []
     unmatched_new = list(now)
     for old in before:
@@ -122,7 +117,7 @@ def describe_params(before: list[Any], now: list[Any], config: Mapping[str, Any]
                 f for f in set(old_code) | set(new_code) if old_code.get(f) != new_code.get(f)
             )
             phrases += [f"code: {f}" for f in changed]
-        elif _is_identities(old) or _is_identities(new):
+        elif rule == SIM_TRAINER_JOB and isinstance(old or new, Mapping):
             phrases += _changed_runs(old or {}, new or {})
         elif isinstance(old, str) and isinstance(new, str) and IDENTITY.fullmatch(old):
             phrases.append("generated content changed (world generator)")
@@ -143,14 +138,15 @@ def _same_kind(old: Any, new: Any) -> bool:
     return type(old) is type(new)
 
 
-def explain(reason: str, config: Mapping[str, Any]) -> list[str]:
+def explain(reason: str, config: Mapping[str, Any], rule: str = "") -> list[str]:
     """Snakemake's reason for one job, in the project's words."""
     phrases: list[str] = []
     for part in re.split(r";\s*(?=[A-Z])", reason):
         part = part.strip()
         change = PARAMS_CHANGE.search(part)
         if part.startswith("Params have changed") and change:
-            phrases += describe_params(literals(change["before"]), literals(change["now"]), config)
+            before, now = literals(change["before"]), literals(change["now"])
+            phrases += describe_params(before, now, config, rule)
         elif part.startswith("Missing output files"):
             phrases.append("not built yet (or removed/archived)")
         elif part.startswith("Input files updated by another job"):
@@ -205,7 +201,7 @@ def stale_jobs(
     plan = WorkflowPlan(config)
     planned = [j for j in parse_jobs(dry_run(root, configfiles, targets, profile)) if j.outputs]
     parsed = [
-        (j.rule, j.outputs, with_chunks(explain(j.reason, config), j.outputs, root))
+        (j.rule, j.outputs, with_chunks(explain(j.reason, config, j.rule), j.outputs, root))
         for j in planned
     ]
     causes = root_causes(parsed)
@@ -304,7 +300,7 @@ def report(jobs: list[StaleJob]) -> str:
 def cost_report(jobs: list[StaleJob]) -> str:
     """The planned model and trainer runs with their expected price, certain ones first."""
     priced = [j for j in jobs if j.cost is not None]
-    sim = [sim_trainer_line(j) for j in jobs if j.rule == "ablation_runs"]
+    sim = [sim_trainer_line(j) for j in jobs if j.rule == SIM_TRAINER_JOB]
     if not priced:
         return "\n" + "\n".join(sim or ["No model or trainer run is planned."])
     lines = ["", *sim, f"Model and trainer runs planned: {len(priced)}"]

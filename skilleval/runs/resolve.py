@@ -50,7 +50,9 @@ def checked_checkpoint(inputs: RunInputs) -> str:
     return fingerprint
 
 
-def identity(inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None) -> dict[str, Any]:
+def identity(
+    inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None, prompt: Prompt
+) -> dict[str, Any]:
     return {
         "protocol": inputs.protocol_name,
         "protocol_fingerprint": protocol_fingerprint(inputs.protocol_name, inputs.protocol),
@@ -60,9 +62,7 @@ def identity(inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None) ->
         "bank_hash": skills_hash,
         "split": inputs.split,
         "split_hash": file_sha256(inputs.split_file),
-        "prompt_hash": canonical_hash(
-            [file_sha256(inputs.system_prompt_file), file_sha256(inputs.skill_template_file)]
-        )[:16],
+        "prompt_hash": prompt.digest,
         "backends": dict(sorted(inputs.backends.items())),
         # Journals of the sim policy are only valid for the behaviour they were made with.
         "sim_policy_version": SIM_POLICY_VERSION if inputs.backends["policy"] == "sim" else None,
@@ -98,10 +98,10 @@ def resolve(inputs: RunInputs, code: Mapping[str, str]) -> ResolvedRun:
     """``code``: the evidence code of the run (provenance.evidence.model_run_code)."""
     skills = load_bank(inputs.bank_path, inputs.bank_chunks) if inputs.bank_path else []
     skills_hash = bank_hash(skills) if inputs.bank_path else None
-    ident = identity(inputs, checked_checkpoint(inputs), skills_hash)
+    prompt = Prompt.load(inputs.system_prompt_file, inputs.skill_template_file)
+    ident = identity(inputs, checked_checkpoint(inputs), skills_hash, prompt)
     ident["code_fingerprint"] = canonical_hash(dict(code))[:16]
     task_ids = load_task_ids(inputs.split_file, inputs.split)
-    prompt = Prompt.load(inputs.system_prompt_file, inputs.skill_template_file)
     if inputs.mask_path and inputs.mask_run:
         prompts = masked_prompts(prompt, skills, task_ids, inputs.mask_path, inputs.mask_run)
         ident["mask_hash"] = canonical_hash(prompts)

@@ -7,6 +7,7 @@ a real model's reading of the markdown, read by the sim policy.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.errors import BankError
+from skilleval.storage.hashing import canonical_hash
 
 CHUNK_HEADER = re.compile(r"^## chunk (?P<id>\S+)\s*$", re.MULTILINE)
 HINT = re.compile(r"<!-- skilleval:hint (?P<json>\{.*?\}) -->")
@@ -111,18 +113,33 @@ class Prompt:
             raise BankError(f"cannot read a prompt file of the protocol: {error}") from None
         return cls(system, template, skill_template_file)
 
+    @property
+    def digest(self) -> str:
+        """Identity of the two files' contents (the run's prompt_hash)."""
+        return canonical_hash([self.system, self.skill_template])[:16]
+
+    @functools.cached_property
+    def _template(self) -> Any:
+        import jinja2
+
+        try:
+            environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+            return environment.from_string(self.skill_template)
+        except jinja2.TemplateError as error:
+            raise self._refused(error) from None
+
+    def _refused(self, error: Exception) -> BankError:
+        return BankError(
+            f"{self.template_file or 'skill template'}: {error}; fix the template "
+            "(variables: system, skills with chunk_id and text)"
+        )
+
     def message(self, skills: Sequence[Skill]) -> str:
         if not skills:
             return self.system
         import jinja2
 
         try:
-            template = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(
-                self.skill_template
-            )
-            return template.render(system=self.system, skills=skills)
+            return str(self._template.render(system=self.system, skills=skills))
         except jinja2.TemplateError as error:
-            raise BankError(
-                f"{self.template_file or 'skill template'}: {error}; fix the template "
-                "(variables: system, skills with chunk_id and text)"
-            ) from None
+            raise self._refused(error) from None
