@@ -9,13 +9,21 @@ the truth:
 
 * the five main contrasts, truth = mean over the 400 test tasks of the exact expected
   paired difference; percentile and BCa paired bootstrap intervals;
-* the 16 Gate A betas, truth = the least-squares coefficients of the exact expected
-  deltas on the fixed mask design; t intervals from naive OLS and from task-clustered
-  (CR1) standard errors.
+* the 16 Gate A betas of the memo's model (no intercept), truth = the least-squares
+  coefficients of the exact expected deltas on the fixed mask design (what that model
+  estimates); t intervals from naive OLS and from task-clustered (CR1) standard errors;
+* the same betas against each chunk's own effect (the coefficients of the same least
+  squares with an intercept), for the memo's fit and for the fit with an intercept, and
+  that fit's intercept against the common effect of a skills section.
+
+A world with a common effect: SECTION_SHIFT=<logit shift> (world.skills_section_shift).
+It prints the effect's size on reward, the memo betas' mean offset from the chunks' own
+effects, and the offset the design predicts (common effect x mean loading).
 
 Replicates run in parallel (one process per core). Prints the coverage table (method x
 quantity -> coverage +/- Monte Carlo error) and writes paper/figures/coverage_study.{pdf,png}.
-Asserts nothing. Usage: python benchmarks/bench_coverage_study.py [contrast_reps] [gate_reps]
+Asserts nothing. Usage:
+  [SECTION_SHIFT=0.2] python benchmarks/bench_coverage_study.py [contrast_reps] [gate_reps]
 """
 
 from __future__ import annotations
@@ -35,8 +43,14 @@ import yaml
 
 from skilleval.analysis.bootstrap import align, paired_bootstrap
 from skilleval.analysis.design import build_design
-from skilleval.analysis.gate import fit_gate
-from skilleval.policy.sim import SimPolicy, decision_probabilities, hint_shifts, weights_salt
+from skilleval.analysis.gate import common_effect_loading, fit_gate
+from skilleval.policy.sim import (
+    SimPolicy,
+    decision_probabilities,
+    section_shift_of,
+    skill_shifts,
+    weights_salt,
+)
 from skilleval.runs.rollout import run_episode
 from skilleval.skills.bank import Prompt, Skill, load_bank
 from skilleval.world.design import world_design
@@ -59,6 +73,7 @@ WORLD: dict[str, Any] = {}
 
 def build_world() -> dict[str, Any]:
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["world"]["skills_section_shift"] = float(os.environ.get("SECTION_SHIFT", "0"))
     world, protocol = config["world"], config["protocols"]["local-sglang"]
     root = Path(tempfile.mkdtemp(prefix="coverage-study-"))
     write_tasks(
@@ -100,7 +115,7 @@ def exact_rewards(checkpoint: str, skills: list[Skill], split: str, rows: Any = 
     probs = decision_probabilities(
         np.asarray(tensors["policy.decision_logits"], dtype=np.float64),
         float(tensors["policy.skill_receptivity"][0]),
-        hint_shifts([h for s in skills for h in s.hints]),
+        skill_shifts([h for s in skills for h in s.hints], section_shift_of(tensors)),
         WORLD["sampling"]["temperature"],
     )
     table = WORLD["tables"][split] if rows is None else WORLD["tables"][split][rows : rows + 1]
@@ -187,7 +202,12 @@ def gate_setup() -> dict[str, Any]:
             expected.append(float(exact_rewards(checkpoint, chosen, "val", i)[0]) - bare[i])
     masks_array = np.asarray(masks, dtype=np.float64)
     truth = np.linalg.lstsq(masks_array, np.asarray(expected), rcond=None)[0]
+    with_intercept = np.column_stack([np.ones(len(masks_array)), masks_array])
+    own = np.linalg.lstsq(with_intercept, np.asarray(expected), rcond=None)[0]
     return {
+        "own_effects": own[1:],
+        "common_effect": float(own[0]),
+        "loading": common_effect_loading(masks_array),
         "design": design,
         "runs": runs,
         "chunks": chunks,
@@ -212,9 +232,23 @@ def gate_replicate(replicate: int) -> dict[tuple[str, str], bool]:
         rewards = simulate(gate["checkpoint"], prompts, seed)
         deltas += [rewards[t] - bare[t] for t in tasks]
         groups += tasks
-    fit = fit_gate(gate["masks"], np.asarray(deltas), tuple(s.chunk_id for s in chunks), groups)
-    covered = {}
+    ids = tuple(s.chunk_id for s in chunks)
+    fit = fit_gate(gate["masks"], np.asarray(deltas), ids, groups)
+    sensitivity = fit_gate(gate["masks"], np.asarray(deltas), ids, groups, intercept=True)
+    covered: dict[tuple[str, str], Any] = {}
     n, k = gate["masks"].shape
+    df = fit.degrees_of_freedom
+    for method, beta, se in (
+        ("memo vs own", fit.beta, fit.standard_error),
+        ("intercept vs own", sensitivity.chunk_beta, sensitivity.standard_error[1:]),
+    ):
+        inside = np.abs(beta - gate["own_effects"]) <= scipy.stats.t.ppf(0.975, df) * se
+        for chunk, hit in zip(ids, inside, strict=True):
+            covered[(f"beta {chunk}", method)] = bool(hit)
+    half = scipy.stats.t.ppf(0.975, df) * sensitivity.standard_error[0]
+    common_hit = abs(sensitivity.beta[0] - gate["common_effect"]) <= half
+    covered[("common effect", "intercept vs own")] = bool(common_hit)
+    covered[("memo offset", "estimate")] = float(np.mean(fit.beta - gate["own_effects"]))
     for method, se, df in (
         ("naive OLS", fit.naive_standard_error, n - k),
         ("task-clustered", fit.standard_error, fit.degrees_of_freedom),
@@ -292,6 +326,16 @@ def main(contrast_reps: int, gate_reps: int) -> None:
             f"{estimates.std(ddof=1):8.4f} {boot:12.4f}"
         )
     print(f"{gate_reps} gate replicates done at {time.perf_counter() - start:.0f} s\n")
+    gate = WORLD["gate"]
+    if gates:
+        offset = np.mean([r[("memo offset", "estimate")] for r in gates])
+        print(
+            f"common effect of a skills section (SECTION_SHIFT="
+            f"{os.environ.get('SECTION_SHIFT', '0')}): {gate['common_effect']:+.4f} on reward; "
+            f"memo betas' mean offset from the chunks' own effects {offset:+.4f}, "
+            f"predicted by the design {gate['common_effect'] * gate['loading'].mean():+.4f} "
+            f"(mean loading {gate['loading'].mean():.4f} = 1/{1 / gate['loading'].mean():.2f})"
+        )
     print(f"{'quantity':26} {'method':16} coverage +/- MC error")
     for (quantity, method), (rate, error) in sorted(table.items()):
         print(f"{quantity:26} {method:16} {rate:.3f} +/- {error:.3f}")

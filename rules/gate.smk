@@ -59,6 +59,8 @@ rule gate_beta:
         code=code("gate_beta.py"),
         sources=SOURCES.digests({"bank": RANKING_BANK_PATH}),
         masked=PLAN.designs["design"].runs,
+        # the Top/Bottom size whose membership the two fits are compared on
+        k=config["ranking"]["k"],
         archive=paths.GATE_ARCHIVE,
     script:
         "../scripts/gate_beta.py"

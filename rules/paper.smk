@@ -3,6 +3,8 @@
 MAIN_RUNS = PLAN.main_runs
 MAIN_CONTRASTS = PLAN.contrasts_for("main")
 RANKING_ARMS = [arm.run for arm in PLAN.paper_arms]
+# Every contrast the main and ranking tables show: the family of their causal verdicts.
+PAPER_CONTRASTS = [*MAIN_CONTRASTS, *PLAN.ranking_vs_free(), *RANKING_PAIRWISE]
 # Derived from the backends once: the title page and the report's first view both show it.
 SIMULATION_NOTICE = simulation_notice(config, MATRIX["trainer"]["kind"])
 ABLATION_GROUPS = [g for g, spec in MATRIX["groups"].items() if len(spec["values"]) > 1]
@@ -42,10 +44,28 @@ rule paper_ablation_section:
         "../scripts/paper_ablation_section.py"
 
 
+rule paper_verdict_family:
+    input:
+        verdicts=expand(paths.VERDICT, contrast=PAPER_CONTRASTS),
+    output:
+        family=paths.VERDICT_FAMILY,
+    log:
+        f"{paths.LOGS}/paper/verdict_family.log",
+    conda:
+        "../envs/skilleval.yaml"
+    params:
+        code=code("paper_verdict_family.py"),
+        contrasts=PAPER_CONTRASTS,
+        level=round(1 - config["statistics"]["confidence"], 10),
+    script:
+        "../scripts/paper_verdict_family.py"
+
+
 rule paper_main_table:
     input:
         summaries=expand(paths.RUN_SUMMARY, run=MAIN_RUNS),
         verdicts=expand(paths.VERDICT, contrast=MAIN_CONTRASTS),
+        family=paths.VERDICT_FAMILY,
     output:
         tex=paths.table("main", "tex"),
         csv=paths.table("main", "csv"),
@@ -118,6 +138,7 @@ rule paper_ranking_table:
         vs_free=expand(paths.VERDICT, contrast=PLAN.ranking_vs_free()),
         pairwise=expand(paths.VERDICT, contrast=list(RANKING_PAIRWISE)),
         beta=paths.fill(paths.GATE_BETA, gate=GATE),
+        family=paths.VERDICT_FAMILY,
     output:
         tex=paths.table("ranking", "tex"),
         csv=paths.table("ranking", "csv"),
@@ -134,8 +155,8 @@ rule paper_ranking_table:
     params:
         code=code("paper_ranking_table.py", templates=["ranking_table.tex.j2"]),
         arms=[
-            arm.as_json() | {"run": arm.run, "label": arm.label}
-            for arm in PLAN.paper_arms
+            arm.as_json() | {"run": arm.run, "label": arm.label, "vs_free": vs_free}
+            for arm, vs_free in zip(PLAN.paper_arms, PLAN.ranking_vs_free())
         ],
         vs_free=PLAN.ranking_vs_free(),
         pairwise=list(RANKING_PAIRWISE),

@@ -10,4 +10,5 @@ with logged(snakemake.log[0]):
         selection["k"],
         selection["seed"],
         snakemake.output.bank,
+        selection["registered"],
     )

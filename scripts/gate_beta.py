@@ -9,6 +9,7 @@ with logged(snakemake.log[0]):
         run_dirs(snakemake.params.masked, snakemake.input.masked),
         snakemake.input.design,
         snakemake.input.bank,
+        snakemake.params.k,
         snakemake.output.beta,
         snakemake.params.archive,
     )

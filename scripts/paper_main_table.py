@@ -6,5 +6,6 @@ with logged(snakemake.log[0]):
         dict(zip(snakemake.params.runs, snakemake.input.summaries, strict=True)),
         dict(zip(snakemake.params.contrasts, snakemake.input.verdicts, strict=True)),
         snakemake.params.descriptions,
+        snakemake.input.family,
         dict(snakemake.output.items()),
     )

@@ -9,5 +9,6 @@ with logged(snakemake.log[0]):
         list(inputs.vs_free),
         dict(zip(params.pairwise, inputs.pairwise, strict=True)),
         inputs.beta,
+        snakemake.input.family,
         dict(snakemake.output.items()),
     )

@@ -174,3 +174,55 @@ def test_snakemake_stops_on_a_duplicate_run_in_config(workflow_copy: Path) -> No
     done = snakemake(workflow_copy, "-n", "paper", check=False)
     assert done.returncode != 0
     assert "base-S0" in done.stderr + done.stdout and "given twice" in done.stderr + done.stdout
+
+
+def registered(chunk_ids: list[str], seed: int = 20260907) -> Any:
+    entry = {"seed": seed, "chunk_ids": chunk_ids, "drawn_by": "lab script", "note": "memo 000"}
+    return lambda c: c["ranking"].update(registered_random_banks=[entry])
+
+
+def test_a_registered_random_bank_is_planned_as_listed() -> None:
+    from skilleval.config.plan import WorkflowPlan
+
+    config = copy.deepcopy(load_default_config())
+    listed = ["draft16-02", "draft16-09", "draft16-14", "draft16-05"]
+    registered(listed)(config)
+    validate_config(config, "config/config.yaml")
+    plan = WorkflowPlan(config)
+    arm = plan.arms["random-4-20260907"]
+    assert arm.registered is not None and list(arm.registered.chunk_ids) == listed
+    assert arm.as_json()["registered"]["chunk_ids"] == listed
+    assert "registered" in arm.label
+    assert plan.arms["random-4-20260908"].registered is None
+    assert "drawn" in plan.arms["random-4-20260908"].label
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key", "value", "message"),
+    [
+        (
+            registered(["draft16-02", "draft16-09", "draft16-14", "draft16-99"]),
+            "ranking.registered_random_banks[0].chunk_ids",
+            "draft16-99",
+            "draft16-01",
+        ),
+        (
+            registered(["draft16-02", "draft16-09", "draft16-14"]),
+            "ranking.registered_random_banks[0].chunk_ids",
+            ["draft16-02", "draft16-09", "draft16-14"],
+            "ranking.k is 4",
+        ),
+        (
+            registered(["draft16-02", "draft16-09", "draft16-14", "draft16-05"], seed=7),
+            "ranking.registered_random_banks[0].seed",
+            7,
+            "random_seeds",
+        ),
+    ],
+)
+def test_a_registered_bank_that_is_not_k_chunks_of_the_draft_bank_is_refused(
+    mutate: Any, key: str, value: object, message: str
+) -> None:
+    error = invalid(mutate)
+    assert (error.key, error.value) == (key, value)
+    assert message in str(error)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from skilleval.analysis.design import build_design
-from skilleval.analysis.gate import fit_gate
+from skilleval.analysis.gate import common_effect_loading, fit_gate, gate_fits
 from skilleval.analysis.ranking import select_chunks
 from skilleval.analysis.records import GateBeta
 
@@ -77,7 +77,9 @@ def test_clustered_errors_equal_a_hand_computed_sandwich() -> None:
 def test_a_bank_prediction_uses_the_full_covariance() -> None:
     masks, deltas, tasks = small_world_gate(2)
     fit = fit_gate(masks, deltas, tuple("abcde"), tasks)
-    beta = GateBeta.create(**fit.as_json(), power={}, signed_order=[], inputs={}, provenance={})
+    beta = GateBeta.create(
+        **gate_fits(masks, deltas, tuple("abcde"), tasks, 2, 12), inputs={}, provenance={}
+    )
     estimate, se = beta.combination({"a": 1.0, "b": 1.0, "d": 1.0})
     w = np.array([1.0, 1.0, 0.0, 1.0, 0.0])
     assert estimate == pytest.approx(float(w @ fit.beta))
@@ -124,35 +126,142 @@ def test_banks_use_signed_beta_not_magnitude() -> None:
         select_chunks(beta["chunks"], "top", 5, None)
 
 
+def bank_gate(ids: list[str], common: float, seed: int = 3) -> tuple[Any, ...]:
+    """12 masked runs x 60 tasks over ``ids``: deltas of known chunk effects plus a common
+    effect of any skills section, with task-shared noise."""
+    rng = np.random.default_rng(seed)
+    tasks, runs = 60, 12
+    true = np.linspace(-0.04, 0.05, len(ids))
+    masks = (rng.random((tasks * runs, len(ids))) < 0.5).astype(float)
+    task_of_row = np.tile(np.arange(tasks), runs)
+    noise = rng.normal(0, 0.05, tasks * runs) - rng.normal(0, 0.05, tasks)[task_of_row]
+    deltas = masks @ true + common * (masks.sum(axis=1) > 0) + noise
+    return masks, deltas, [f"task-{t:02d}" for t in task_of_row], true
+
+
+def write_beta(path: Path, ids: list[str], common: float = 0.0) -> GateBeta:
+    masks, deltas, tasks, _ = bank_gate(ids, common)
+    beta = GateBeta.create(
+        **gate_fits(masks, deltas, tuple(ids), tasks, 4, 12), inputs={}, provenance={}
+    )
+    beta.write(path)
+    return beta
+
+
 def test_frozen_bank_records_the_beta_it_came_from(tmp_path: Path, small_world: Path) -> None:
     from skilleval.analysis.ranking import freeze_bank
     from skilleval.skills.bank import load_bank
 
     bank = small_world / "banks" / "draft16.md"
     ids = [s.chunk_id for s in load_bank(bank)]
-    beta_path = tmp_path / "beta.json"
-    GateBeta.create(
-        chunks=[{"chunk_id": c, "beta": i / 100} for i, c in enumerate(ids)],
-        covariance={
-            "type": "cluster",
-            "groups": "task_id",
-            "n_clusters": 48,
-            "chunk_ids": ids,
-            "matrix": (np.eye(len(ids)) * 1e-4).tolist(),
-        },
-        power={},
-        diagnostics={},
-        signed_order=ids[::-1],
-        inputs={},
-        provenance={},
-    ).write(beta_path)
-    frozen = freeze_bank(str(beta_path), str(bank), "top", 4, None, str(tmp_path / "top.json"))
-    assert frozen["chunk_ids"] == ids[::-1][:4]
-    assert len(frozen["beta_sha256"]) == 64
-    predicted = frozen["predicted_effect"]
-    assert predicted["estimate"] == pytest.approx(sum(frozen["betas"].values()))
-    assert predicted["standard_error"] == pytest.approx(np.sqrt(4 * 1e-4))
+    beta = write_beta(tmp_path / "beta.json", ids, common=0.02)
+    top = freeze_bank(
+        str(tmp_path / "beta.json"), str(bank), "top", 4, None, str(tmp_path / "top.json")
+    )
+    assert top["chunk_ids"] == beta.signed_order[:4]
+    assert len(top["beta_sha256"]) == 64
+    predicted = top["predicted_effect"]
+    assert predicted["estimate"] == pytest.approx(sum(top["betas"].values()))
+    w = np.array([1.0 if c in top["chunk_ids"] else 0.0 for c in ids])
+    sigma = np.asarray(beta.covariance["matrix"])
+    assert predicted["standard_error"] == pytest.approx(float(np.sqrt(w @ sigma @ w)))
     assert predicted["ci_low"] < predicted["estimate"] < predicted["ci_high"]
+    # Under the intercept fit the same bank is predicted as the common effect plus its
+    # chunks' own betas, with the error of that sum.
+    other = top["predicted_effect_intercept_fit"]
+    fit = beta.intercept_fit
+    own = {c["chunk_id"]: c["beta"] for c in fit["chunks"]}
+    assert other["estimate"] == pytest.approx(
+        fit["intercept"]["beta"] + sum(own[c] for c in top["chunk_ids"])
+    )
+    w1 = np.concatenate([[1.0], w])
+    assert other["standard_error"] == pytest.approx(
+        float(np.sqrt(w1 @ np.asarray(fit["covariance"]["matrix"]) @ w1))
+    )
+    assert top["registered"] is None
     reloaded = load_bank(tmp_path / "top.json", 4)
-    assert [s.chunk_id for s in reloaded] == frozen["chunk_ids"]
+    assert [s.chunk_id for s in reloaded] == top["chunk_ids"]
     assert all(s.hints for s in reloaded)
+
+
+def test_a_common_effect_lands_on_every_memo_beta_and_the_intercept_fit_separates_it() -> None:
+    ids = [f"c{i:02d}" for i in range(16)]
+    masks, _, tasks, true = bank_gate(ids, 0.0)
+    common = 0.02
+    # Noise-free deltas: what each fit estimates, exactly.
+    deltas = masks @ true + common * (masks.sum(axis=1) > 0)
+    memo = fit_gate(masks, deltas, tuple(ids), tasks)
+    with_intercept = fit_gate(masks, deltas, tuple(ids), tasks, intercept=True)
+    loading = common_effect_loading(masks)
+    np.testing.assert_allclose(memo.beta - true, common * loading, atol=1e-12)
+    # 16 chunks in with probability 1/2: each beta takes about 1 / 8.5 of the common effect.
+    assert loading.mean() == pytest.approx(1 / 8.5, rel=0.05)
+    np.testing.assert_allclose(with_intercept.chunk_beta, true, atol=1e-12)
+    assert with_intercept.beta[0] == pytest.approx(common)
+    assert with_intercept.terms[0] == "(any skills)" and with_intercept.terms[1:] == tuple(ids)
+
+
+def test_the_comparison_flags_chunks_whose_sign_or_bank_differs_between_the_fits() -> None:
+    ids = [f"c{i:02d}" for i in range(16)]
+    masks, deltas, tasks, true = bank_gate(ids, 1.0)
+    fits = gate_fits(masks, deltas, tuple(ids), tasks, 4, 12)
+    rows = {r["chunk_id"]: r for r in fits["comparison"]["chunks"]}
+    # A large common effect makes every memo beta positive; the intercept fit keeps the
+    # clearly negative true effects negative, so those chunks differ in sign.
+    assert all(c["beta"] > 0 for c in fits["chunks"])
+    negative = {c for c, t in zip(ids, true, strict=True) if t < -0.015}
+    assert negative and negative <= set(fits["comparison"]["sign_differs"])
+    for chunk in fits["comparison"]["sign_differs"]:
+        assert np.sign(rows[chunk]["beta_memo"]) != np.sign(rows[chunk]["beta_intercept_fit"])
+    assert fits["comparison"]["common_effect"] == pytest.approx(1.0, abs=0.02)
+    # Membership: the flags agree with the two fits' own Top-4/Bottom-4.
+    for fit_key, selection_key in (("chunks", "selection_memo"),):
+        ranked = sorted(fits[fit_key], key=lambda c: (-c["beta"], c["chunk_id"]))
+        assert {c["chunk_id"] for c in ranked[:4]} == {
+            c for c, r in rows.items() if "top" in r[selection_key]
+        }
+    ranked = sorted(fits["intercept_fit"]["chunks"], key=lambda c: (-c["beta"], c["chunk_id"]))
+    assert {c["chunk_id"] for c in ranked[-4:]} == {
+        c for c, r in rows.items() if "bottom" in r["selection_intercept_fit"]
+    }
+    assert set(fits["comparison"]["selection_differs"]) == {
+        c for c, r in rows.items() if r["selection_memo"] != r["selection_intercept_fit"]
+    }
+
+
+def test_a_registered_bank_is_used_as_listed_and_an_unknown_id_is_refused(
+    tmp_path: Path, small_world: Path
+) -> None:
+    from skilleval.analysis.ranking import freeze_bank
+    from skilleval.errors import SkillevalError
+    from skilleval.skills.bank import load_bank
+
+    bank = small_world / "banks" / "draft16.md"
+    ids = [s.chunk_id for s in load_bank(bank)]
+    write_beta(tmp_path / "beta.json", ids)
+    listed = [ids[5], ids[0], ids[11], ids[3]]
+    registered = {"chunk_ids": listed, "drawn_by": "the lab's rank script", "note": "memo 000"}
+    frozen = freeze_bank(
+        str(tmp_path / "beta.json"),
+        str(bank),
+        "random",
+        4,
+        20260907,
+        str(tmp_path / "random.json"),
+        registered,
+    )
+    assert frozen["chunk_ids"] == listed
+    assert frozen["registered"] == registered and frozen["rng"] is None
+    assert "registered" in frozen["rule"] and "the lab's rank script" in frozen["rule"]
+    drawn = select_chunks(GateBeta.read(tmp_path / "beta.json").chunks, "random", 4, 20260907)
+    assert drawn != listed  # the listed subset, not the seed's draw
+    with pytest.raises(SkillevalError, match="draft16-99"):
+        freeze_bank(
+            str(tmp_path / "beta.json"),
+            str(bank),
+            "random",
+            4,
+            20260907,
+            str(tmp_path / "bad.json"),
+            {**registered, "chunk_ids": [*listed[:3], "draft16-99"]},
+        )

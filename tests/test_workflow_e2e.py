@@ -227,3 +227,78 @@ def test_every_json_artifact_carries_its_format_version(built: Path) -> None:
         if not all(isinstance(r, dict) and "format_version" in r for r in records):
             unversioned.append(str(relative))
     assert unversioned == [], unversioned[:10]
+
+
+def holm_by_hand(p: dict[str, float]) -> dict[str, float]:
+    """Holm's step-down, written out (not statsmodels, which the workflow uses)."""
+    order = sorted(p, key=p.__getitem__)
+    running, adjusted = 0.0, {}
+    for i, name in enumerate(order):
+        running = max(running, min(1.0, (len(order) - i) * p[name]))
+        adjusted[name] = running
+    return adjusted
+
+
+def test_the_holm_column_is_recomputed_from_the_verdicts(built: Path) -> None:
+    verdicts = {
+        p.stem: json.loads(p.read_text()) for p in (built / "results" / "verdicts").glob("*.json")
+    }
+    family = json.loads((built / "results" / "paper" / "verdict_family.json").read_text())
+    members = {m["name"]: m for m in family["members"]}
+    # The family: every causal contrast the main and ranking tables show, and no other.
+    shown = [*CONTRASTS, "rank-top-vs-free", "rank-random-vs-free", "rank-bottom-vs-free"]
+    shown += ["rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom"]
+    causal = {n for n in shown if verdicts[n]["verdict"] not in ("descriptive", "invalid")}
+    assert set(members) == causal and "final-vs-initial" not in members
+    expected = holm_by_hand({n: verdicts[n]["p_value"] for n in causal})
+    for name, member in members.items():
+        assert member["p_holm"] == pytest.approx(expected[name], abs=1e-12)
+    main = (built / "paper" / "tables" / "main.csv").read_text().splitlines()
+    header = main[0].split(",")
+    assert "p_holm" in header
+    assert r"p_\mathrm{Holm}" in (built / "paper" / "tables" / "main.tex").read_text()
+    assert r"p_\mathrm{Holm}" in (built / "paper" / "tables" / "ranking.tex").read_text()
+
+
+def test_the_gate_keeps_the_intercept_fit_beside_the_memo_s(built: Path) -> None:
+    gate = built / "results" / "gate" / "draft16"
+    beta = json.loads((gate / "beta.json").read_text())
+    assert beta["diagnostics"]["intercept"] is False
+    assert beta["intercept_fit"]["diagnostics"]["intercept"] is True
+    assert "beta" in beta["intercept_fit"]["intercept"]
+    memo = {c["chunk_id"]: c["beta"] for c in beta["chunks"]}
+    rows = {r["chunk_id"]: r for r in beta["comparison"]["chunks"]}
+    assert set(rows) == set(memo)
+    for chunk, row in rows.items():
+        assert row["beta_memo"] == memo[chunk]
+        assert row["sign_differs"] == ((row["beta_memo"] > 0) != (row["beta_intercept_fit"] > 0))
+    check = json.loads((gate / "truth_check.json").read_text())
+    assert 0 <= check["intercept_fit"]["covered"] <= len(memo)
+    assert check["true_common_effect"] == 0.0  # the default world has no common effect
+    top = json.loads((built / "results" / "banks" / "draft16" / "top-4.json").read_text())
+    assert {"estimate", "ci_low", "ci_high"} <= set(top["predicted_effect_intercept_fit"])
+    tex = (built / "paper" / "tables" / "ranking.tex").read_text()
+    assert r"\label{tab:betas}" in tex and "intercept fit" in tex
+
+
+def test_a_registered_random_bank_is_used_as_listed(built: Path, tmp_path: Path) -> None:
+    """A Random-4 bank drawn elsewhere, registered by its ids: the frozen bank and the run
+    use exactly those chunks, and the ranking table says it was registered."""
+    import shutil
+
+    workdir = tmp_path / "paper"
+    shutil.copytree(built, workdir, symlinks=True)
+    drawn = json.loads((workdir / "results/banks/draft16/random-4-20260907.json").read_text())
+    listed = ["draft16-01", "draft16-05", "draft16-09", "draft16-13"]
+    assert sorted(drawn["chunk_ids"]) != listed
+    entry = {"seed": 20260907, "chunk_ids": listed, "drawn_by": "lab script", "note": "memo"}
+    overlay = workdir / "config" / "registered.yaml"
+    overlay.write_text(json.dumps({"ranking": {"registered_random_banks": [entry]}}))
+    configs = ["config/small.yaml", "config/registered.yaml"]
+    snakemake(workdir, "-j", "2", "paper/tables/ranking.csv", "--configfile", *configs)
+    frozen = json.loads((workdir / "results/banks/draft16/random-4-20260907.json").read_text())
+    assert frozen["chunk_ids"] == listed and frozen["registered"]["drawn_by"] == "lab script"
+    summary = json.loads((workdir / "results/runs/rank-random-4-20260907/summary.json").read_text())
+    assert sorted(summary["chunk_hashes"]) == listed
+    table = (workdir / "paper" / "tables" / "ranking.tex").read_text()
+    assert "seed 20260907, registered" in table

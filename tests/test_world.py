@@ -111,3 +111,52 @@ def test_world_files_are_byte_identical_when_regenerated(tmp_path: Path) -> None
         )
     for name in ("model.safetensors", "draft16.md"):
         assert (tmp_path / "0" / name).read_bytes() == (tmp_path / "1" / name).read_bytes()
+
+
+def test_a_skills_section_shift_is_a_common_effect_the_truth_separates(
+    small_world: Path, tmp_path: Path
+) -> None:
+    """world.skills_section_shift: every prompt with skills gets the same push; the ground
+    truth reports it as skills_section and keeps each chunk's own effect apart from it."""
+    from skilleval.policy.sim import SECTION_SHIFT
+    from skilleval.world.design import checkpoint_design
+    from skilleval.world.generate import write_checkpoint
+
+    world, tasks = load_world(small_world)
+    table = outcome_table(world, tasks, max_steps=30)
+    plain = load_file(str(small_world / "checkpoints" / "base" / "model.safetensors"))
+    assert SECTION_SHIFT not in plain  # the default world writes no such tensor
+    write_checkpoint(7, "base", tmp_path / "model.safetensors", checkpoint_design(0, 2, 0.3))
+    shifted = load_file(str(tmp_path / "model.safetensors"))
+    assert float(shifted[SECTION_SHIFT][0]) == np.float32(0.3)
+    banks = {"draft16": load_bank(small_world / "banks" / "draft16.md")}
+    truth = ground_truth({"val": table}, {"plain": plain, "shifted": shifted}, banks, 0.6)
+    plain_truth, shifted_truth = truth["splits"]["val"]["plain"], truth["splits"]["val"]["shifted"]
+    assert plain_truth["skills_section"] == 0.0
+    assert 0.01 < shifted_truth["skills_section"] < 0.2
+    assert shifted_truth["free"] == plain_truth["free"]  # no skills, no section, no push
+    # A bank's effect against free carries the section's; a chunk's own effect does not.
+    for name, chunk in shifted_truth["chunks"]["draft16"].items():
+        assert abs(chunk - plain_truth["chunks"]["draft16"][name]) < 0.02
+    # The policy reads the tensor and pushes its decisions as the truth says it does.
+    skills = banks["draft16"][:1]
+    chunk = skills[0].chunk_id
+    expected = shifted_truth["free"] + shifted_truth["skills_section"]
+    expected += shifted_truth["chunks"]["draft16"][chunk]
+    prompt = DEFAULT_PROMPT.message(skills)
+    means = [
+        np.mean(
+            [
+                run_episode(
+                    SimPolicy(shifted, 0.6, 4096, False, f"salt-{salt}"),
+                    world,
+                    t.task_id,
+                    prompt,
+                    30,
+                ).rewards["reward"]
+                for t in tasks
+            ]
+        )
+        for salt in range(30)
+    ]
+    assert abs(np.mean(means) - expected) < 4 * np.std(means) / np.sqrt(len(means)) + 0.01

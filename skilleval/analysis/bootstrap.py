@@ -92,6 +92,16 @@ class PairedBootstrapResult:
     treatment_mean: float
     distribution: np.ndarray = field(repr=False)
 
+    @property
+    def p_value(self) -> float:
+        """Two-sided bootstrap p-value of "no difference": twice the smaller share of the
+        resample distribution on either side of 0, with the +1 correction that keeps it
+        above 0 ((count + 1) / (B + 1), Davison & Hinkley 1997, eq. 4.11)."""
+        below = int(np.count_nonzero(self.distribution <= 0))
+        above = int(np.count_nonzero(self.distribution >= 0))
+        tail = (min(below, above) + 1) / (self.distribution.size + 1)
+        return min(1.0, 2 * tail)
+
     def as_json(self) -> dict[str, Any]:
         return {
             "estimate": self.estimate,
@@ -104,6 +114,7 @@ class PairedBootstrapResult:
             "rng": rng_record(self.seed),
             "method": self.method,
             "standard_error": self.standard_error,
+            "p_value": self.p_value,
             "control_mean": self.control_mean,
             "treatment_mean": self.treatment_mean,
         }

@@ -4,8 +4,16 @@ Each gate result is also kept under results/archive/gate/ by content hash, so a 
 gate never loses the old one.
 
 The per-task paired delta (masked run minus bare run, same task) is regressed on the
-0/1 mask matrix without an intercept: a task with no chunk in its mask should show no
-delta, so an intercept would only absorb chunk effects. Fitted with statsmodels' OLS.
+0/1 mask matrix without an intercept (memo §2 C): a task with no chunk in its mask should
+show no delta. Fitted with statsmodels' OLS.
+
+What that model absorbs: any effect of having a skills section at all (its header, a
+longer prompt) is shared by every masked row, and without an intercept it lands on every
+beta. The share each beta takes is a property of the design alone,
+``(X'X)^-1 X' 1[any chunk]`` (about 1 / 8.5 per chunk for 16 chunks at inclusion 1/2),
+so it is reported before any result is read. Beside the memo's fit the gate therefore
+fits the same design with an intercept (the common "any skills" effect) as a sensitivity
+analysis; the frozen banks stay frozen from the memo's model.
 
 Every row of one task subtracts the same bare-run reward, so the rows of a task share
 noise: standard errors and the full covariance are task-clustered (CR1 sandwich, the
@@ -34,10 +42,13 @@ from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.storage.hashing import file_sha256
 from skilleval.storage.records import read_record
 
+INTERCEPT = "(any skills)"
+
 
 @dataclass(frozen=True)
 class GateFit:
     chunk_ids: tuple[str, ...]
+    # With an intercept, element 0 of beta (and row/column 0 of covariance) is its term.
     beta: np.ndarray
     covariance: np.ndarray
     naive_standard_error: np.ndarray
@@ -46,6 +57,17 @@ class GateFit:
     residual_sd: float
     r_squared_uncentred: float
     condition_number: float
+    intercept: bool = False
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return ((INTERCEPT,) if self.intercept else ()) + self.chunk_ids
+
+    @property
+    def chunk_beta(self) -> np.ndarray:
+        """The per-chunk coefficients, without the intercept term."""
+        beta: np.ndarray = self.beta[1:] if self.intercept else self.beta
+        return beta
 
     @property
     def standard_error(self) -> np.ndarray:
@@ -58,13 +80,17 @@ class GateFit:
         return t
 
     @property
+    def p_values(self) -> np.ndarray:
+        p: np.ndarray = 2 * scipy.stats.t.sf(np.abs(self.t_values), self.degrees_of_freedom)
+        return p
+
+    @property
     def degrees_of_freedom(self) -> int:
         """Of the clustered t statistics: clusters - 1 (statsmodels' convention)."""
         return self.n_clusters - 1
 
     def as_json(self) -> dict[str, Any]:
-        p_values = 2 * scipy.stats.t.sf(np.abs(self.t_values), self.degrees_of_freedom)
-        chunks = [
+        terms = [
             {
                 "chunk_id": c,
                 "beta": float(b),
@@ -74,23 +100,23 @@ class GateFit:
                 "p_value": float(p),
             }
             for c, b, se, naive, t, p in zip(
-                self.chunk_ids,
+                self.terms,
                 self.beta,
                 self.standard_error,
                 self.naive_standard_error,
                 self.t_values,
-                p_values,
+                self.p_values,
                 strict=True,
             )
         ]
-        return {
-            "chunks": chunks,
+        result: dict[str, Any] = {
+            "chunks": terms[1:] if self.intercept else terms,
             "covariance": {
                 "type": "cluster",
                 "groups": "task_id",
                 "correction": "CR1: G/(G-1) x (N-1)/(N-K)",
                 "n_clusters": self.n_clusters,
-                "chunk_ids": list(self.chunk_ids),
+                "chunk_ids": list(self.terms),
                 "matrix": self.covariance.tolist(),
             },
             "diagnostics": {
@@ -99,10 +125,21 @@ class GateFit:
                 "residual_sd": self.residual_sd,
                 "r_squared_uncentred": self.r_squared_uncentred,
                 "condition_number": self.condition_number,
-                "intercept": False,
+                "intercept": self.intercept,
                 "fitted_by": "statsmodels OLS",
             },
         }
+        if self.intercept:
+            result["intercept"] = {k: v for k, v in terms[0].items() if k != "chunk_id"}
+        return result
+
+
+def common_effect_loading(masks: np.ndarray) -> np.ndarray:
+    """How much of a common effect c of any skills section each no-intercept beta takes
+    (per unit of c): the least-squares coefficients of 1[row shows a chunk] on the masks."""
+    any_chunk = (np.asarray(masks).sum(axis=1) > 0).astype(np.float64)
+    loading: np.ndarray = np.linalg.lstsq(masks, any_chunk, rcond=None)[0]
+    return loading
 
 
 def _checked_design(masks: np.ndarray, deltas: np.ndarray, groups: np.ndarray, k_ids: int) -> None:
@@ -128,19 +165,30 @@ def _checked_design(masks: np.ndarray, deltas: np.ndarray, groups: np.ndarray, k
 
 
 def fit_gate(
-    masks: np.ndarray, deltas: np.ndarray, chunk_ids: tuple[str, ...], groups: Sequence[str]
+    masks: np.ndarray,
+    deltas: np.ndarray,
+    chunk_ids: tuple[str, ...],
+    groups: Sequence[str],
+    intercept: bool = False,
 ) -> GateFit:
-    """OLS of deltas on masks (rows: task x masked run), no intercept, task-clustered."""
+    """OLS of deltas on masks (rows: task x masked run), task-clustered; the memo's model
+    has no intercept, ``intercept=True`` adds the common "any skills" term."""
     import statsmodels.api as sm  # lazy: only the gate rules need it
 
     masks = np.asarray(masks, dtype=np.float64)
     deltas = np.asarray(deltas, dtype=np.float64)
     codes = np.unique(np.asarray(groups), return_inverse=True)[1]
     _checked_design(masks, deltas, codes, len(chunk_ids))
-    model = sm.OLS(deltas, masks)
+    design = sm.add_constant(masks, has_constant="add") if intercept else masks
+    if intercept and np.linalg.matrix_rank(design) < design.shape[1]:
+        raise ValueError(
+            "mask matrix with an intercept is rank-deficient: every row shows the same "
+            "number of chunks, so the common effect cannot be told from the chunk effects"
+        )
+    model = sm.OLS(deltas, design)
     naive = model.fit()
     clustered = model.fit(cov_type="cluster", cov_kwds={"groups": codes})
-    residuals = deltas - masks @ clustered.params
+    residuals = deltas - design @ clustered.params
     total = float(deltas @ deltas)
     return GateFit(
         chunk_ids=chunk_ids,
@@ -151,8 +199,56 @@ def fit_gate(
         n_clusters=int(codes.max() + 1),
         residual_sd=float(np.sqrt(naive.scale)),
         r_squared_uncentred=1 - float(residuals @ residuals) / total if total > 0 else 0.0,
-        condition_number=float(np.linalg.cond(masks)),
+        condition_number=float(np.linalg.cond(design)),
+        intercept=intercept,
     )
+
+
+def fit_comparison(
+    memo: GateFit, sensitivity: GateFit, masks: np.ndarray, k: int
+) -> dict[str, Any]:
+    """Per chunk, the memo's beta beside the intercept fit's, and where they disagree:
+    a sign, or membership of the Top-k or Bottom-k (the frozen banks' selection rules)."""
+    ids = memo.chunk_ids
+    memo_beta, other_beta = memo.chunk_beta, sensitivity.chunk_beta
+    loading = common_effect_loading(masks)
+    common = float(sensitivity.beta[0])
+
+    def members(beta: np.ndarray) -> dict[str, set[str]]:
+        ranked = sorted(zip(ids, beta, strict=True), key=lambda c: (-float(c[1]), c[0]))
+        return {
+            "top": {c for c, _ in ranked[:k]},
+            "bottom": {c for c, _ in ranked[-k:]},
+        }
+
+    memo_sets, other_sets = members(memo_beta), members(other_beta)
+    rows = []
+    for i, chunk in enumerate(ids):
+        memo_group = [g for g in ("top", "bottom") if chunk in memo_sets[g]]
+        other_group = [g for g in ("top", "bottom") if chunk in other_sets[g]]
+        rows.append(
+            {
+                "chunk_id": chunk,
+                "beta_memo": float(memo_beta[i]),
+                "beta_intercept_fit": float(other_beta[i]),
+                "loading_of_common_effect": float(loading[i]),
+                "absorbed_common_effect": float(loading[i] * common),
+                "sign_differs": bool(np.sign(memo_beta[i]) != np.sign(other_beta[i])),
+                "selection_memo": "/".join(memo_group) or "-",
+                "selection_intercept_fit": "/".join(other_group) or "-",
+                "selection_differs": memo_group != other_group,
+            }
+        )
+    return {
+        "k": k,
+        "common_effect": common,
+        "chunks": rows,
+        "sign_differs": [r["chunk_id"] for r in rows if r["sign_differs"]],
+        "selection_differs": [r["chunk_id"] for r in rows if r["selection_differs"]],
+        "note": "loading_of_common_effect: the share of a common effect of any skills section "
+        "that the no-intercept beta takes, (X'X)^-1 X' 1[any chunk], a property of the mask "
+        "design; absorbed_common_effect: that share times the intercept fit's common effect",
+    }
 
 
 def gate_observations(
@@ -209,11 +305,34 @@ def run_dirs(names: Sequence[str], summaries: Sequence[str]) -> dict[str, str]:
     return {n: str(Path(p).parent) for n, p in zip(names, summaries, strict=True)}
 
 
+def gate_fits(
+    masks: np.ndarray,
+    deltas: np.ndarray,
+    chunk_ids: tuple[str, ...],
+    tasks: Sequence[str],
+    k: int,
+    masked_runs: int,
+) -> dict[str, Any]:
+    """The fields of a gate beta record computed from the observations: the memo's fit,
+    the intercept fit and their comparison."""
+    fit = fit_gate(masks, deltas, chunk_ids, tasks)
+    sensitivity = fit_gate(masks, deltas, chunk_ids, tasks, intercept=True)
+    order = np.argsort(-fit.beta, kind="stable")
+    return {
+        **fit.as_json(),
+        "power": power_note(fit, masked_runs),
+        "signed_order": [chunk_ids[i] for i in order],
+        "intercept_fit": sensitivity.as_json(),
+        "comparison": fit_comparison(fit, sensitivity, masks, k),
+    }
+
+
 def build_beta(
     bare_dir: str,
     masked_dirs: Mapping[str, str],
     design_path: str,
     bank_path: str,
+    k: int,
     output: str,
     archive_dir: str,
 ) -> dict[str, Any]:
@@ -221,10 +340,7 @@ def build_beta(
     bare = RunRecords.load(bare_dir)
     masked = {name: RunRecords.load(d) for name, d in masked_dirs.items()}
     masks, deltas, tasks = gate_observations(bare, masked, design)
-    fit = fit_gate(masks, deltas, tuple(design["chunk_ids"]), tasks)
-    result = {**fit.as_json(), "power": power_note(fit, len(masked))}
-    order = np.argsort(-fit.beta, kind="stable")
-    result["signed_order"] = [design["chunk_ids"][i] for i in order]
+    result = gate_fits(masks, deltas, tuple(design["chunk_ids"]), tasks, k, len(masked))
     result["inputs"] = {
         "bare_run": bare.summary.fingerprint,
         "masked_runs": {n: r.summary.fingerprint for n, r in masked.items()},

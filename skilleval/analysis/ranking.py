@@ -52,28 +52,65 @@ def interval(beta: GateBeta, estimate: float, standard_error: float) -> dict[str
     }
 
 
+def registered_chunks(
+    registered: Mapping[str, Any], skills: Mapping[str, Any], k: int
+) -> list[str]:
+    """A registered bank's ids as listed; refused unless they are k chunks of the bank."""
+    ids = list(registered["chunk_ids"])
+    unknown = [c for c in ids if c not in skills]
+    if unknown or len(set(ids)) != k or len(ids) != k:
+        raise SkillevalError(
+            f"registered bank {ids} is not {k} distinct chunks of the ranking bank"
+            + (f": {unknown} are not in it" if unknown else "")
+            + f" (its chunks: {', '.join(skills)})"
+        )
+    return ids
+
+
 def freeze_bank(
-    beta_path: str, bank_path: str, rule: str, k: int, seed: int | None, output: str
+    beta_path: str,
+    bank_path: str,
+    rule: str,
+    k: int,
+    seed: int | None,
+    output: str,
+    registered: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     beta = GateBeta.read(beta_path)
     skills = {s.chunk_id: s for s in load_bank(bank_path)}
-    chunk_ids = select_chunks(beta.chunks, rule, k, seed)
-    estimate, se = beta.combination(dict.fromkeys(chunk_ids, 1.0))
+    if registered is not None:
+        chunk_ids = registered_chunks(registered, skills, k)
+    else:
+        chunk_ids = select_chunks(beta.chunks, rule, k, seed)
+    weights = dict.fromkeys(chunk_ids, 1.0)
+    estimate, se = beta.combination(weights)
+    common = {beta.intercept_fit["covariance"]["chunk_ids"][0]: 1.0}
+    estimate_intercept_fit, se_intercept_fit = beta.combination(
+        weights | common, intercept_fit=True
+    )
+    drawn = {
+        "top": "largest signed beta first",
+        "bottom": "smallest signed beta first",
+        "random": f"uniform draw of {k} chunks without replacement from the sorted chunk "
+        f"ids, numpy.random.default_rng({seed}) (PCG64)",
+    }[rule]
     frozen = {
         "name": f"{rule}-{k}" + (f"-{seed}" if seed is not None else ""),
-        "rule": {
-            "top": "largest signed beta first",
-            "bottom": "smallest signed beta first",
-            "random": f"uniform draw of {k} chunks without replacement from the sorted chunk "
-            f"ids, numpy.random.default_rng({seed}) (PCG64)",
-        }[rule],
+        "rule": drawn
+        if registered is None
+        else f"registered: the chunk ids as drawn by {registered['drawn_by']} (seed {seed}), "
+        "used as listed, not redrawn",
         "k": k,
         "seed": seed,
-        "rng": rng_record(seed) if rule == "random" else None,
+        "rng": rng_record(seed) if rule == "random" and registered is None else None,
+        "registered": dict(registered) if registered is not None else None,
         "chunk_ids": chunk_ids,
         "chunks": [{"id": c, "text": skills[c].text} for c in chunk_ids],
         "betas": {c["chunk_id"]: c["beta"] for c in beta.chunks if c["chunk_id"] in chunk_ids},
         "predicted_effect": interval(beta, estimate, se),
+        # The same bank under the sensitivity fit: its chunks' betas plus the common effect
+        # of any skills section, both from the fit with an intercept.
+        "predicted_effect_intercept_fit": interval(beta, estimate_intercept_fit, se_intercept_fit),
         "beta_sha256": beta.content_sha256(),
         "source_bank": bank_path,
         "source_bank_hash": bank_hash(list(skills.values())),
@@ -82,14 +119,11 @@ def freeze_bank(
     return frozen
 
 
-def truth_check(
-    beta_path: str, truth_path: str, checkpoint: str, bank: str, split: str, output: str
-) -> dict[str, Any]:
-    """Default world only: do the betas recover the known chunk effects?"""
-    beta = GateBeta.read(beta_path)
-    truth = read_record(truth_path, "ground_truth")["splits"][split][checkpoint]["chunks"][bank]
+def covered_rows(
+    beta: GateBeta, chunks: Sequence[Mapping[str, Any]], truth: Mapping[str, float]
+) -> list[dict[str, Any]]:
     rows = []
-    for chunk in beta.chunks:
+    for chunk in chunks:
         true = truth[chunk["chunk_id"]]
         band = interval(beta, chunk["beta"], chunk["standard_error"])
         rows.append(
@@ -103,8 +137,26 @@ def truth_check(
                 "covered": band["ci_low"] <= true <= band["ci_high"],
             }
         )
+    return rows
+
+
+def truth_check(
+    beta_path: str, truth_path: str, checkpoint: str, bank: str, split: str, output: str
+) -> dict[str, Any]:
+    """Default world only: do the betas of both fits recover the known chunk effects?
+
+    A chunk's true effect is its own, on top of a skills section (the world's ground
+    truth); the intercept fit's intercept is checked against the section's own effect."""
+    beta = GateBeta.read(beta_path)
+    world = read_record(truth_path, "ground_truth")["splits"][split][checkpoint]
+    truth = world["chunks"][bank]
+    rows = covered_rows(beta, beta.chunks, truth)
+    rows_intercept_fit = covered_rows(beta, beta.intercept_fit["chunks"], truth)
+    common = beta.intercept_fit["intercept"]
+    common_band = interval(beta, common["beta"], common["standard_error"])
     rho = scipy.stats.spearmanr([r["beta"] for r in rows], [r["true_effect"] for r in rows])
     decisive = [r for r in rows if r["decisive"]]
+    shift = [r["beta"] - r["true_effect"] for r in rows]
     result = {
         "spearman_beta_vs_truth": float(rho.statistic),
         "spearman_p_value": float(rho.pvalue),
@@ -112,8 +164,25 @@ def truth_check(
         "decisive_signs_right": sum(r["sign_right"] for r in decisive),
         "covered": sum(r["covered"] for r in rows),
         "chunks": rows,
+        "intercept_fit": {
+            "covered": sum(r["covered"] for r in rows_intercept_fit),
+            "chunks": rows_intercept_fit,
+            "common_effect": {
+                "estimate": common["beta"],
+                "true_effect": world["skills_section"],
+                "ci_low": common_band["ci_low"],
+                "ci_high": common_band["ci_high"],
+                "covered": common_band["ci_low"]
+                <= world["skills_section"]
+                <= common_band["ci_high"],
+            },
+        },
+        "true_common_effect": world["skills_section"],
+        "mean_beta_minus_truth": float(np.mean(shift)),
         "note": "decisive: |true effect| > 2 x the beta's task-clustered standard error; "
-        "covered: the true effect lies in the beta's 95% interval",
+        "covered: the true effect lies in the beta's 95% interval; true effect of a chunk: "
+        "a skills section with it minus the section alone; mean_beta_minus_truth: the mean "
+        "offset of the memo's betas, which a common effect of the section moves",
     }
     write_record(output, "truth_check", result)
     return result

@@ -38,6 +38,7 @@ class Contrast(Record):
     seed: int | None = None
     rng: dict[str, Any] | None = None
     standard_error: float | None = None
+    p_value: float | None = None
     distribution_quantiles: dict[str, float] | None = None
     provenance: dict[str, Any]
 
@@ -55,27 +56,52 @@ class Verdict(Record):
     verdict: VerdictWord
     reason: str
     checks: list[Check]
+    p_value: float | None = None
+
+
+class VerdictFamily(Record):
+    """The causal verdicts of the paper as one family: Holm-adjusted p-values."""
+
+    kind = "verdict_family"
+    method: str
+    family_wise_level: float
+    members: list[dict[str, Any]]
+    excluded: list[dict[str, Any]]
+    note: str
 
 
 class GateBeta(Record):
+    """The memo's no-intercept fit (``chunks``, ``covariance``) and, as a sensitivity
+    analysis, the same design with an intercept (``intercept_fit``), compared per chunk."""
+
     kind = "gate_beta"
     chunks: list[dict[str, Any]]
     covariance: dict[str, Any]
     diagnostics: dict[str, Any]
     power: dict[str, Any]
     signed_order: list[str]
+    intercept_fit: dict[str, Any]
+    comparison: dict[str, Any]
     inputs: dict[str, Any]
     provenance: dict[str, Any]
 
     def betas(self) -> dict[str, float]:
         return {c["chunk_id"]: float(c["beta"]) for c in self.chunks}
 
-    def combination(self, weights: Mapping[str, float]) -> tuple[float, float]:
-        """(estimate, clustered standard error) of sum_i w_i beta_i."""
-        ids = self.covariance["chunk_ids"]
+    def combination(
+        self, weights: Mapping[str, float], intercept_fit: bool = False
+    ) -> tuple[float, float]:
+        """(estimate, clustered standard error) of sum_i w_i beta_i, under the memo's fit
+        or the intercept fit (whose intercept term a weight may name too)."""
+        fit = self.intercept_fit if intercept_fit else self.as_json()
+        terms = list(fit["chunks"])
+        if intercept_fit:
+            terms = [{"chunk_id": fit["covariance"]["chunk_ids"][0], **fit["intercept"]}, *terms]
+        coefficients = {c["chunk_id"]: float(c["beta"]) for c in terms}
+        ids = fit["covariance"]["chunk_ids"]
         w = np.array([weights.get(c, 0.0) for c in ids])
-        beta = np.array([self.betas()[c] for c in ids])
-        sigma = np.asarray(self.covariance["matrix"])
+        beta = np.array([coefficients[c] for c in ids])
+        sigma = np.asarray(fit["covariance"]["matrix"])
         return float(w @ beta), float(np.sqrt(max(w @ sigma @ w, 0.0)))
 
 
@@ -90,6 +116,8 @@ class FrozenBank(Record):
     chunks: list[dict[str, str]]
     betas: dict[str, float]
     predicted_effect: dict[str, Any]
+    predicted_effect_intercept_fit: dict[str, Any]
+    registered: dict[str, Any] | None
     beta_sha256: str
     source_bank: str
     source_bank_hash: str

@@ -37,6 +37,7 @@ def check_cross_fields(config: Mapping[str, Any], source: object) -> None:
     check_runs(config, source)
     check_contrasts(config, source)
     check_ranking(config, source)
+    check_registered_banks(config, source)
     check_checkpoint_ids(config, source)
 
 
@@ -264,6 +265,69 @@ def check_ranking(config: Mapping[str, Any], source: object) -> None:
             "reuses the gate's masks",
             "experiment B needs fresh masks: choose another seed",
         )
+
+
+def ranking_bank_chunk_ids(config: Mapping[str, Any], source: object) -> list[str]:
+    """The chunk ids of the ranking bank, before anything is built: those the world will
+    write there, or those of the user's bank file (which must then exist)."""
+    from skilleval.skills.bank import load_bank
+    from skilleval.world.design import world_bank_chunk_ids
+
+    name = config["ranking"]["bank"]
+    bank = config["banks"][name]
+    world_ids = world_bank_chunk_ids(config, bank["path"], bank["chunks"])
+    if world_ids is not None:
+        return world_ids
+    if not Path(bank["path"]).is_file():
+        raise ConfigError(
+            source,
+            f"banks.{name}.path",
+            bank["path"],
+            "does not exist, so the registered Random-K banks cannot be checked against it",
+            "point it at the draft bank file",
+        )
+    return [skill.chunk_id for skill in load_bank(bank["path"])]
+
+
+def check_registered_banks(config: Mapping[str, Any], source: object) -> None:
+    """A registered Random-K bank names k distinct chunks of the ranking bank, for a
+    declared seed, once."""
+    ranking = config["ranking"]
+    entries = ranking.get("registered_random_banks", [])
+    if not entries:
+        return
+    draft = ranking_bank_chunk_ids(config, source)
+    seen: set[int] = set()
+    for i, entry in enumerate(entries):
+        key = f"ranking.registered_random_banks[{i}]"
+        if entry["seed"] not in ranking["random_seeds"] or entry["seed"] in seen:
+            raise ConfigError(
+                source,
+                f"{key}.seed",
+                entry["seed"],
+                "not one of ranking.random_seeds"
+                if entry["seed"] not in ranking["random_seeds"]
+                else "registered twice",
+                "register one bank per seed of ranking.random_seeds",
+            )
+        seen.add(entry["seed"])
+        unknown = [c for c in entry["chunk_ids"] if c not in draft]
+        if unknown:
+            raise ConfigError(
+                source,
+                f"{key}.chunk_ids",
+                unknown[0],
+                f"not a chunk of the ranking bank {ranking['bank']}",
+                f"use ids of {ranking['bank']}: {', '.join(draft)}",
+            )
+        if len(entry["chunk_ids"]) != ranking["k"]:
+            raise ConfigError(
+                source,
+                f"{key}.chunk_ids",
+                entry["chunk_ids"],
+                f"{len(entry['chunk_ids'])} chunks, but ranking.k is {ranking['k']}",
+                f"list exactly {ranking['k']} chunk ids",
+            )
 
 
 def validate_config(config: Mapping[str, Any], source: object) -> None:

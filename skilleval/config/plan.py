@@ -39,12 +39,26 @@ class MaskRef:
 
 
 @dataclass(frozen=True)
+class RegisteredBank:
+    """A Random-K subset drawn elsewhere (another script, an earlier run) and registered
+    as its list of chunk ids: used as listed, never redrawn."""
+
+    chunk_ids: tuple[str, ...]
+    drawn_by: str
+    note: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"chunk_ids": list(self.chunk_ids), "drawn_by": self.drawn_by, "note": self.note}
+
+
+@dataclass(frozen=True)
 class RankingArm:
     """A frozen bank of K chunks chosen from the signed betas, and its test run."""
 
     rule: SelectionRule
     k: int
     seed: int | None = None
+    registered: RegisteredBank | None = None
 
     @property
     def stem(self) -> str:
@@ -58,10 +72,17 @@ class RankingArm:
     @property
     def label(self) -> str:
         label = f"{self.rule.title()}-{self.k}"
-        return label + (f" (seed {self.seed})" if self.seed is not None else "")
+        if self.seed is None:
+            return label
+        return label + f" (seed {self.seed}, {'registered' if self.registered else 'drawn'})"
 
     def as_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "k": self.k, "seed": self.seed}
+        return {
+            "rule": self.rule,
+            "k": self.k,
+            "seed": self.seed,
+            "registered": self.registered.as_json() if self.registered else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -112,10 +133,21 @@ class MaskDesign:
         return [f"{self.prefix}-{i + 1:02d}" for i in range(self.n_runs)]
 
 
+def registered_banks(ranking: Mapping[str, Any]) -> dict[int, RegisteredBank]:
+    """``ranking.registered_random_banks`` by seed."""
+    return {
+        entry["seed"]: RegisteredBank(tuple(entry["chunk_ids"]), entry["drawn_by"], entry["note"])
+        for entry in ranking.get("registered_random_banks", [])
+    }
+
+
 def ranking_arms(ranking: Mapping[str, Any]) -> list[RankingArm]:
     k = ranking["k"]
+    registered = registered_banks(ranking)
     arms = [RankingArm("top", k), RankingArm("bottom", k)]
-    return arms + [RankingArm("random", k, seed) for seed in ranking["random_seeds"]]
+    return arms + [
+        RankingArm("random", k, seed, registered.get(seed)) for seed in ranking["random_seeds"]
+    ]
 
 
 def ranking_contrasts(ranking: Mapping[str, Any]) -> dict[str, ContrastPlan]:
@@ -252,10 +284,9 @@ class WorkflowPlan:
 
     @cached_property
     def paper_arms(self) -> list[RankingArm]:
-        k = self.ranking["k"]
-        seeds = self.ranking["random_seeds_in_paper"]
-        randoms = [RankingArm("random", k, s) for s in seeds]
-        return [RankingArm("top", k), *randoms, RankingArm("bottom", k)]
+        arms = {(arm.rule, arm.seed): arm for arm in self.arms.values()}
+        randoms = [arms["random", s] for s in self.ranking["random_seeds_in_paper"]]
+        return [arms["top", None], *randoms, arms["bottom", None]]
 
     def ranking_vs_free(self) -> list[str]:
         """Contrast names of the paper arms against free, in :attr:`paper_arms` order."""

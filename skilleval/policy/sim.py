@@ -75,6 +75,30 @@ def hint_shifts(hints: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return shifts
 
 
+# A checkpoint's reaction to a skills section as such, whatever its chunks say (written
+# only by a world with world.skills_section_shift set).
+SECTION_SHIFT = "policy.skills_section_shift"
+
+
+def section_shift_of(tensors: Mapping[str, np.ndarray]) -> float:
+    if SECTION_SHIFT not in tensors:
+        return 0.0
+    return float(np.asarray(tensors[SECTION_SHIFT]).reshape(-1)[0])
+
+
+def with_section(shifts: Mapping[str, float], section_shift: float) -> dict[str, float]:
+    """``shifts`` plus the common shift a skills section gives every outcome decision."""
+    return {d: v + (section_shift if d in OUTCOME_DECISIONS else 0.0) for d, v in shifts.items()}
+
+
+def skill_shifts(hints: Sequence[Mapping[str, Any]], section_shift: float) -> dict[str, float]:
+    """The chunks' hint shifts, plus the section's common shift when the prompt has a
+    skills section (the world marks each of its chunks with a hint, so a prompt with
+    hints is a prompt with a skills section)."""
+    shifts = hint_shifts(hints)
+    return with_section(shifts, section_shift) if hints and section_shift else shifts
+
+
 def decision_probabilities(
     logits: np.ndarray, receptivity: float, shifts: Mapping[str, float], temperature: float
 ) -> dict[str, float]:
@@ -138,6 +162,7 @@ class SimPolicy:
     ) -> None:
         self.logits = np.asarray(tensors["policy.decision_logits"], dtype=np.float64)
         self.receptivity = float(np.asarray(tensors["policy.skill_receptivity"]).reshape(-1)[0])
+        self.section_shift = section_shift_of(tensors)
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.enable_thinking = enable_thinking
@@ -152,9 +177,8 @@ class SimPolicy:
     def _decider(self, system: str, instruction: str, task: ParsedTask) -> Decider:
         if self.decider is not None:
             return self.decider(instruction, task)
-        probs = decision_probabilities(
-            self.logits, self.receptivity, hint_shifts(parse_hints(system)), self.temperature
-        )
+        shifts = skill_shifts(parse_hints(system), self.section_shift)
+        probs = decision_probabilities(self.logits, self.receptivity, shifts, self.temperature)
         # The run-level noise depends only on what a served model would see too (its
         # weights, the system prompt), so in-process and HTTP runs decide identically.
         salt = f"{self.salt}|{hashlib.sha256(system.encode()).hexdigest()[:16]}"

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from skilleval.analysis.records import GateBeta, Verdict
 from skilleval.storage.records import read_record
 
@@ -90,33 +92,48 @@ def draw_forest(ax: Any, rows: list[Any], colours: Mapping[str, str], title: str
     ax.set_title(title)
 
 
+def true_effects(truth_check_path: str | None) -> dict[str, float]:
+    """Chunk id -> its known effect, from the default world's truth check (none elsewhere)."""
+    if not truth_check_path:
+        return {}
+    chunks = read_record(truth_check_path, "truth_check")["chunks"]
+    return {c["chunk_id"]: float(c["true_effect"]) for c in chunks}
+
+
 def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_png: str) -> None:
-    """Signed betas with 2-SE bars; in the default world, the known chunk effects too."""
+    """Signed betas with 2-SE bars beside the intercept fit's; in the default world, the
+    known chunk effects too. A chunk whose sign or Top/Bottom membership differs between
+    the two fits is starred on the axis."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     beta = GateBeta.read(beta_path)
-    truth = (
-        {
-            c["chunk_id"]: c["true_effect"]
-            for c in read_record(truth_check_path, "truth_check")["chunks"]
-        }
-        if truth_check_path
-        else {}
-    )
+    truth = true_effects(truth_check_path)
     chunks = sorted(beta.chunks, key=lambda c: -c["beta"])
-    xs = range(len(chunks))
+    other = {c["chunk_id"]: c for c in beta.intercept_fit["chunks"]}
+    differs = set(beta.comparison["sign_differs"]) | set(beta.comparison["selection_differs"])
+    xs = np.arange(len(chunks))
     with plt.rc_context(PAPER_FONTS):
         fig, ax = plt.subplots(figsize=(6.0, 3.2), layout="constrained")
         ax.errorbar(
-            xs,
+            xs - 0.15,
             [c["beta"] for c in chunks],
             yerr=[2 * c["standard_error"] for c in chunks],
             fmt="o",
             capsize=3,
-            label="Gate A beta (2 SE)",
+            label="Gate A beta, memo's model (2 SE)",
+        )
+        ax.errorbar(
+            xs + 0.15,
+            [other[c["chunk_id"]]["beta"] for c in chunks],
+            yerr=[2 * other[c["chunk_id"]]["standard_error"] for c in chunks],
+            fmt="s",
+            markersize=4,
+            capsize=2,
+            color="tab:gray",
+            label="fit with intercept (2 SE)",
         )
         if truth:
             ax.scatter(
@@ -129,9 +146,13 @@ def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_pn
             )
         ax.axhline(0, color="black", linewidth=0.8, linestyle="--")
         ax.set_xticks(list(xs))
-        ax.set_xticklabels([c["chunk_id"] for c in chunks], rotation=60, ha="right")
+        ax.set_xticklabels(
+            [c["chunk_id"] + ("*" if c["chunk_id"] in differs else "") for c in chunks],
+            rotation=60,
+            ha="right",
+        )
         ax.set_ylabel("effect on reward")
-        ax.set_title("Draft chunks ranked by signed beta")
+        ax.set_title("Draft chunks ranked by signed beta (* sign or Top/Bottom differs)")
         # Outside the axes, so the legend can never cover a point or an error bar.
-        fig.legend(loc="outside lower center", ncol=2, frameon=False)
+        fig.legend(loc="outside lower center", ncol=3, frameon=False)
         save_figure(fig, out_pdf, out_png)

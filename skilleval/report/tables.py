@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 
 from skilleval import paths
-from skilleval.analysis.records import GateBeta, Verdict
+from skilleval.analysis.family import holm_cell
+from skilleval.analysis.records import GateBeta, Verdict, VerdictFamily
 from skilleval.report.latex import environment, fmt_ci, latex_escape
 from skilleval.report.writer import Section, write_table_set
 from skilleval.runs.records import RunSummary
@@ -86,6 +87,32 @@ class Notes:
         return DAGGER
 
 
+def fmt_p(p: float | None) -> str:
+    """A p-value as a level: three decimals, or an upper bound below 0.001; '--' when the
+    contrast is not in the family."""
+    if p is None or pd.isna(p):
+        return "--"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def with_family(frame: pd.DataFrame, key: str, family: VerdictFamily) -> pd.DataFrame:
+    """``frame`` with each row's Holm-adjusted p-value (None outside the family)."""
+    cells = [holm_cell(family.as_json(), name) for name in frame[key]]
+    return frame.assign(p_holm=pd.Series(cells, index=frame.index, dtype=object))
+
+
+def family_caption(family: VerdictFamily) -> str:
+    """The caption sentence that says what the Holm column is, in LaTeX."""
+    level = family.family_wise_level
+    return (
+        r" $p_\mathrm{Holm}$: the contrast's two-sided bootstrap p-value, Holm-adjusted over "
+        rf"the {len(family.members)} causal verdicts of Tables~\ref{{tab:main}} and "
+        rf"\ref{{tab:ranking}}; a verdict with $p_\mathrm{{Holm}} < {level:g}$ holds at "
+        rf"family-wise error {level:.0%}".replace("%", r"\%")
+        + " (-- for a contrast outside the family)."
+    )
+
+
 def _contrast_cells(contrasts: pd.DataFrame, notes: Notes) -> list[dict[str, str]]:
     return [
         {
@@ -95,6 +122,7 @@ def _contrast_cells(contrasts: pd.DataFrame, notes: Notes) -> list[dict[str, str
             "estimate": "n/a" if row.estimate is None else f"{row.estimate:+.4f}",
             "ci": fmt_ci(row.ci_low, row.ci_high),
             "verdict": row.verdict,
+            "p_holm": latex_escape(fmt_p(row.p_holm)),
         }
         for row in contrasts.itertuples()
     ]
@@ -108,9 +136,12 @@ def render_main_table(
     summaries: Mapping[str, str],
     verdicts: Mapping[str, str],
     descriptions: Mapping[str, str],
+    family_path: str,
     outputs: Mapping[str, str],
 ) -> None:
     runs, contrasts = main_table_frames(summaries, verdicts, descriptions)
+    family = VerdictFamily.read(family_path)
+    contrasts = with_family(contrasts, "contrast", family)
     notes = Notes()
     # Runs of several splits or protocols in one table: each row says its own.
     mixed = any(runs[column].nunique() > 1 for column in ("split", "protocol", "prompt"))
@@ -144,6 +175,7 @@ def render_main_table(
             protocol=latex_escape(", ".join(runs["protocol"].unique())),
             prompt=latex_escape(", ".join(runs["prompt"].unique())),
             confidence=_percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "",
+            family=family_caption(family),
             runs=run_cells,
             contrasts=contrast_cells,
             notes=notes.lines,
@@ -181,6 +213,8 @@ def ranking_frames(
                 "ci_high": v.ci_high,
                 "verdict": v.verdict,
                 "note": v.reason if v.verdict == "invalid" else "",
+                "vs_free": arm["vs_free"],
+                "selection": "registered" if arm.get("registered") else "drawn",
                 "n_tasks": s.n_tasks,
                 "split": s.split,
                 "free": v.control,
@@ -206,18 +240,40 @@ PAIRWISE_COLUMNS = (
 )
 
 
-def render_ranking_table(
-    arms: Sequence[Mapping[str, Any]],
-    summaries: Sequence[str],
-    vs_free: Sequence[str],
-    pairwise: Mapping[str, str],
-    beta_path: str,
-    outputs: Mapping[str, str],
-) -> None:
-    """``arms``: the paper arms in order, each with its run name, label and k."""
-    frame, contrasts = ranking_frames(arms, summaries, vs_free, pairwise)
-    notes = Notes()
-    arm_cells = [
+def mean_loading(beta: GateBeta) -> float:
+    """The mean share of a common effect that one no-intercept beta takes."""
+    loadings = [float(r["loading_of_common_effect"]) for r in beta.comparison["chunks"]]
+    return sum(loadings) / len(loadings)
+
+
+def chunk_frame(beta: GateBeta) -> pd.DataFrame:
+    """Per chunk: the memo's beta beside the intercept fit's, and where they disagree."""
+    rows = {r["chunk_id"]: r for r in beta.comparison["chunks"]}
+    se = {c["chunk_id"]: c["standard_error"] for c in beta.chunks}
+    se_intercept = {c["chunk_id"]: c["standard_error"] for c in beta.intercept_fit["chunks"]}
+    return pd.DataFrame(
+        [
+            {
+                "chunk": chunk,
+                "beta": rows[chunk]["beta_memo"],
+                "se": se[chunk],
+                "beta_intercept_fit": rows[chunk]["beta_intercept_fit"],
+                "se_intercept_fit": se_intercept[chunk],
+                "absorbed_common_effect": rows[chunk]["absorbed_common_effect"],
+                "selection": rows[chunk]["selection_memo"],
+                "selection_intercept_fit": rows[chunk]["selection_intercept_fit"],
+                "sign_differs": rows[chunk]["sign_differs"],
+                "selection_differs": rows[chunk]["selection_differs"],
+            }
+            for chunk in beta.signed_order
+        ]
+    )
+
+
+def _arm_cells(
+    arms: Sequence[Mapping[str, Any]], frame: pd.DataFrame, notes: Notes
+) -> list[dict[str, str]]:
+    return [
         {
             "label": latex_escape(arm["label"]),
             "mark": notes.mark(row.arm, row.verdict == "invalid", row.note),
@@ -226,25 +282,79 @@ def render_ranking_table(
             "estimate": "n/a" if row.delta_vs_free is None else f"{row.delta_vs_free:+.4f}",
             "ci": fmt_ci(row.ci_low, row.ci_high),
             "verdict": row.verdict,
+            "p_holm": latex_escape(fmt_p(row.p_holm)),
         }
         for arm, row in zip(arms, frame.itertuples(), strict=True)
     ]
+
+
+def chunk_cells(chunks: pd.DataFrame) -> list[dict[str, str]]:
+    return [
+        {
+            "chunk": latex_escape(row.chunk),
+            "beta": f"{row.beta:+.4f}",
+            "se": f"{row.se:.4f}",
+            "beta_intercept_fit": f"{row.beta_intercept_fit:+.4f}",
+            "se_intercept_fit": f"{row.se_intercept_fit:.4f}",
+            "selection": latex_escape(row.selection),
+            "selection_intercept_fit": latex_escape(row.selection_intercept_fit),
+            "mark": "*" if row.sign_differs or row.selection_differs else "",
+        }
+        for row in chunks.itertuples()
+    ]
+
+
+def differences(beta: GateBeta) -> str:
+    """Where the two fits disagree, for the caption: 'none' when they agree everywhere."""
+    differs = [
+        *(f"sign of {c}" for c in beta.comparison["sign_differs"]),
+        *(f"Top/Bottom membership of {c}" for c in beta.comparison["selection_differs"]),
+    ]
+    return latex_escape("; ".join(differs)) if differs else "none"
+
+
+def render_ranking_table(
+    arms: Sequence[Mapping[str, Any]],
+    summaries: Sequence[str],
+    vs_free: Sequence[str],
+    pairwise: Mapping[str, str],
+    beta_path: str,
+    family_path: str,
+    outputs: Mapping[str, str],
+) -> None:
+    """``arms``: the paper arms in order, each with its run name, label, k and the name of
+    its contrast against free."""
+    frame, contrasts = ranking_frames(arms, summaries, vs_free, pairwise)
+    family = VerdictFamily.read(family_path)
+    frame = with_family(frame, "vs_free", family)
+    contrasts = with_family(contrasts, "contrast", family)
+    beta = GateBeta.read(beta_path)
+    chunks = chunk_frame(beta)
+    notes = Notes()
+    arm_cells = _arm_cells(arms, frame, notes)
     contrast_cells = _contrast_cells(contrasts, notes)
+    intercept = beta.intercept_fit["intercept"]
     first = frame.iloc[0]
     tex = (
         environment()
         .get_template("ranking_table.tex.j2")
         .render(
             sources=f"{paths.fill(paths.RUN_SUMMARY, run='rank-*')}, "
-            f"{paths.fill(paths.VERDICT, contrast='rank-*')}, {beta_path}",
-            n_chunks=len(GateBeta.read(beta_path).chunks),
+            f"{paths.fill(paths.VERDICT, contrast='rank-*')}, {beta_path}, {family_path}",
+            n_chunks=len(beta.chunks),
             split=latex_escape(first["split"]),
             n_tasks=int(first["n_tasks"]),
             k=int(arms[0]["k"]),
             free=latex_escape(first["free"]),
             confidence=_percent(first["confidence"]),
+            family=family_caption(family),
             arms=arm_cells,
             contrasts=contrast_cells,
+            chunks=chunk_cells(chunks),
+            common_effect=f"{intercept['beta']:+.4f}",
+            common_se=f"{intercept['standard_error']:.4f}",
+            loading=f"{mean_loading(beta):.3f}",
+            differs=differences(beta),
             notes=notes.lines,
         )
     )
@@ -254,5 +364,6 @@ def render_ranking_table(
         [
             Section("Ranking arms", "arm", frame, "+.4f"),
             Section("Pairwise contrasts", "contrast", contrasts, "+.4f"),
+            Section("Chunk betas", "chunk", chunks, "+.4f"),
         ],
     )

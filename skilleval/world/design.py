@@ -52,6 +52,9 @@ class CheckpointDesign:
     receptivity: float
     # How far training moved the weights: 0 for the base, 1 for the trained checkpoint.
     training: float
+    # world.skills_section_shift: what a skills section of any content does to every
+    # outcome decision's logit (0: nothing; the memo's model assumes that).
+    section_shift: float = 0.0
 
     def as_params(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,17 +103,32 @@ def _world_name(path: str, template: str, world_dir: str, field: str) -> str | N
     return candidate if Path(expected) == Path(path) else None
 
 
-def checkpoint_design(position: int, count: int) -> CheckpointDesign:
+def chunk_id(bank: str, index: int) -> str:
+    """The id the world gives chunk ``index`` (from 0) of the bank it writes as ``bank``."""
+    return f"{bank.lower()}-{index + 1:02d}"
+
+
+def world_bank_chunk_ids(config: Mapping[str, Any], path: str, chunks: int) -> list[str] | None:
+    """The chunk ids the world writes to the bank at ``path``; None when it writes no bank
+    there (a bank file of the user's own)."""
+    from skilleval import paths
+
+    name = _world_name(path, paths.WORLD_BANK, str(config["world"]["dir"]), "bank")
+    return None if name is None else [chunk_id(name, i) for i in range(chunks)]
+
+
+def checkpoint_design(position: int, count: int, section_shift: float = 0.0) -> CheckpointDesign:
     if position == 0 or count < 2:
-        return CheckpointDesign(*BASE_PARAMETERS, training=0.0)
+        return CheckpointDesign(*BASE_PARAMETERS, training=0.0, section_shift=section_shift)
     if position == count - 1:
-        return CheckpointDesign(*TRAINED_PARAMETERS, training=1.0)
+        return CheckpointDesign(*TRAINED_PARAMETERS, training=1.0, section_shift=section_shift)
     t = position / (count - 1)
     (base_logits, base_rec), (final_logits, final_rec) = BASE_PARAMETERS, TRAINED_PARAMETERS
     logits = tuple(
         round(a + t * (b - a), 4) for a, b in zip(base_logits, final_logits, strict=True)
     )
-    return CheckpointDesign(logits, round(base_rec + t * (final_rec - base_rec), 4), t)
+    receptivity = round(base_rec + t * (final_rec - base_rec), 4)
+    return CheckpointDesign(logits, receptivity, t, section_shift)
 
 
 def bank_design(name: str, role: str, chunks: int) -> BankDesign:
@@ -135,8 +153,9 @@ def world_design(config: Mapping[str, Any]) -> WorldDesign:
         for c in config["checkpoints"].values()
     ]
     world_checkpoints = [n for n in dict.fromkeys(names) if n is not None]
+    section_shift = float(config["world"].get("skills_section_shift", 0.0))
     checkpoints = {
-        name: checkpoint_design(i, len(world_checkpoints))
+        name: checkpoint_design(i, len(world_checkpoints), section_shift)
         for i, name in enumerate(world_checkpoints)
     }
     banks = {}

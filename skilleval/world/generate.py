@@ -19,10 +19,13 @@ from safetensors.numpy import save_file
 from skilleval.policy.sim import (
     DECISIONS,
     OUTCOME_DECISIONS,
+    SECTION_SHIFT,
     ParsedTask,
     SimPolicy,
     decision_probabilities,
     hint_shifts,
+    section_shift_of,
+    with_section,
 )
 from skilleval.runs.rollout import run_episode
 from skilleval.skills.bank import Skill, render_markdown_bank
@@ -36,6 +39,7 @@ from skilleval.world.design import (
     NEUTRAL,
     BankDesign,
     CheckpointDesign,
+    chunk_id,
 )
 from skilleval.world.shopsim import (
     ShopWorld,
@@ -79,6 +83,9 @@ def checkpoint_tensors(seed: int, design: CheckpointDesign) -> dict[str, np.ndar
         "policy.decision_logits": np.asarray(design.logits, dtype=np.float32),
         "policy.skill_receptivity": np.asarray([design.receptivity], dtype=np.float32),
     }
+    if design.section_shift:
+        # Written only when set, so the default world's checkpoints keep their bytes.
+        tensors[SECTION_SHIFT] = np.asarray([design.section_shift], dtype=np.float32)
     for layer in range(FILLER_LAYERS):
         for proj in ("self_attn.q_proj", "mlp.up_proj"):
             weight = rng.standard_normal((FILLER_WIDTH, FILLER_WIDTH)).astype(np.float32)
@@ -128,14 +135,14 @@ def design_bank(
             shift = sign * float(rng.uniform(0.25 * max_shift, max_shift))
             hint = {"decision": decision, "shift": round(shift, 3)}
         body = f"{text}\n\n<!-- skilleval:hint {json.dumps(hint)} -->"
-        skills.append(Skill(chunk_id=f"{prefix}-{i + 1:02d}", text=body, hints=(hint,)))
+        skills.append(Skill(chunk_id=chunk_id(prefix, i), text=body, hints=(hint,)))
     return skills
 
 
 def bank_text(seed: int, name: str, design: BankDesign) -> str:
     rng = np.random.default_rng([seed, 4, sum(map(ord, name))])
     chunks = design_bank(
-        rng, name.lower(), design.helpful, design.harmful, design.neutral, design.max_shift
+        rng, name, design.helpful, design.harmful, design.neutral, design.max_shift
     )
     return render_markdown_bank(design.title, chunks)
 
@@ -187,30 +194,47 @@ def ground_truth(
     banks: Mapping[str, Sequence[Skill]],
     temperature: float,
 ) -> dict[str, Any]:
-    """Expected reward of every checkpoint x bank and of every single chunk, per split."""
+    """Expected reward of every checkpoint x bank and of every single chunk, per split.
+
+    ``skills_section``: what a skills section does by itself, its common push on every
+    outcome decision without any chunk's hint (0 unless world.skills_section_shift is
+    set); a chunk's effect is its own, on top of that push: the section with the chunk
+    minus the push alone (with no common effect: chunk minus free).
+    """
     truth: dict[str, Any] = {"temperature": temperature, "splits": {}}
     for split, table in table_by_split.items():
         per_checkpoint: dict[str, Any] = {}
         for ck_name, tensors in checkpoints.items():
             logits = np.asarray(tensors["policy.decision_logits"], dtype=np.float64)
             receptivity = float(np.asarray(tensors["policy.skill_receptivity"]).reshape(-1)[0])
+            section_shift = section_shift_of(tensors)
 
             def mean_reward(
                 skills: Sequence[Skill],
+                section: bool,
                 logits: np.ndarray = logits,
                 receptivity: float = receptivity,
+                section_shift: float = section_shift,
                 table: np.ndarray = table,
             ) -> float:
-                hints = [h for s in skills for h in s.hints]
-                probs = decision_probabilities(logits, receptivity, hint_shifts(hints), temperature)
+                shifts = hint_shifts([h for s in skills for h in s.hints])
+                if section:
+                    shifts = with_section(shifts, section_shift)
+                probs = decision_probabilities(logits, receptivity, shifts, temperature)
                 return float(expected_reward(table, probs).mean())
 
-            free = mean_reward([])
+            free = mean_reward([], section=False)
+            section_only = mean_reward([], section=True)
             per_checkpoint[ck_name] = {
                 "free": free,
-                "banks": {name: mean_reward(skills) - free for name, skills in banks.items()},
+                "skills_section": section_only - free,
+                "banks": {
+                    name: mean_reward(skills, section=True) - free for name, skills in banks.items()
+                },
                 "chunks": {
-                    name: {s.chunk_id: mean_reward([s]) - free for s in skills}
+                    name: {
+                        s.chunk_id: mean_reward([s], section=True) - section_only for s in skills
+                    }
                     for name, skills in banks.items()
                 },
             }
