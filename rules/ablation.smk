@@ -21,28 +21,34 @@ rule ablation_split:
 
 
 if ABLATION_INPUTS.in_one_job:
+    # The sim trainer: the runs of one benchmark in one job (AblationInputs.in_one_job),
+    # one job per benchmark rather than one for all, so that matching a file to the job
+    # that makes it searches tens of outputs, not hundreds (Snakemake's rules.is_producer
+    # tries a rule's outputs one by one). Its params hold each run's identity, so an edit
+    # that changes one run re-runs its benchmark's job, which restores every other run
+    # from its kept result.
+    for bench in ABLATION_INPUTS.benchmarks:
 
-    # The sim trainer: every run in one job (AblationInputs.in_one_job). Its params hold each
-    # run's identity, so an edit that changes one run re-runs the job, which restores every
-    # other run from its kept result.
-    rule ablation_runs:
-        input:
-            matrix=ancient(config["ablation"]["matrix"]),
-        output:
-            summaries=ABLATION_INPUTS.run_summaries(),
-            audits=ABLATION_INPUTS.run_audits(),
-        log:
-            f"{paths.LOGS}/ablation/runs.log",
-        # Seconds of work on any executor: never a cluster job.
-        localrule: True
-        conda:
-            "../envs/skilleval.yaml"
-        params:
-            code=code("ablation_runs.py"),
-            identities=ABLATION_INPUTS.run_identities(),
-            kept=paths.ABLATION_KEPT,
-        script:
-            "../scripts/ablation_runs.py"
+        rule:
+            name:
+                f"{SIM_TRAINER_JOB}_{bench}"
+            input:
+                matrix=ancient(config["ablation"]["matrix"]),
+            output:
+                summaries=ABLATION_INPUTS.run_summaries(bench),
+                audits=ABLATION_INPUTS.run_audits(bench),
+            log:
+                f"{paths.LOGS}/ablation/runs-{bench}.log",
+            # Seconds of work on any executor: never a cluster job.
+            localrule: True
+            conda:
+                "../envs/skilleval.yaml"
+            params:
+                code=code("ablation_runs.py"),
+                identities=ABLATION_INPUTS.run_identities(bench),
+                kept=paths.ABLATION_KEPT,
+            script:
+                "../scripts/ablation_runs.py"
 
 else:
 

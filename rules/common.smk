@@ -5,7 +5,12 @@ from skilleval import paths
 from skilleval.ablation.plan import load_matrix
 from skilleval.config.checks import check_input_files, validate_config
 from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
-from skilleval.config.rule_inputs import AblationInputs, RuleInputs, SourceFiles
+from skilleval.config.rule_inputs import (
+    SIM_TRAINER_JOB,
+    AblationInputs,
+    RuleInputs,
+    SourceFiles,
+)
 from skilleval.errors import ConfigError, GpuLeaseError
 from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests

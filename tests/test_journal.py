@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +113,107 @@ def test_the_progress_line_never_prints_nan() -> None:
     assert "eta unknown" in resumed.line("r") and "nan" not in resumed.line("r")
     finished = RunStats(total=10, reused=10)
     assert ", done," in finished.line("r")
+
+
+class LostLock:
+    """A lock that does not hold, as a lock on a shared file system can be lost."""
+
+    def __init__(self, *_: object) -> None:
+        pass
+
+    def acquire(self, timeout: float = 0) -> None:
+        pass
+
+    def release(self) -> None:
+        pass
+
+
+def _complete_run(world: Path, out: Path) -> tuple[Any, list[dict[str, Any]]]:
+    from skilleval.provenance.evidence import model_run_code
+    from skilleval.runs.evaluation import evaluate
+    from skilleval.runs.resolve import resolve
+    from tests.conftest import read_jsonl, run_inputs
+
+    inputs = run_inputs(world)
+    evaluate(inputs, str(out / "results.jsonl"), str(out / "summary.json"), str(out / "journal"))
+    return resolve(inputs, model_run_code()), read_jsonl(out / "results.jsonl")
+
+
+def test_two_writers_past_a_lost_lock_void_the_run_and_its_contrast(
+    tmp_path: Path, small_world: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skilleval.analysis.contrast import build_contrast
+    from skilleval.analysis.verdict import verdict_of
+    from skilleval.runs import journal as journal_module
+    from skilleval.runs.evaluation import evaluate
+    from tests.conftest import run_inputs
+
+    resolved, records = _complete_run(small_world, tmp_path / "clean")
+    root = tmp_path / "shared" / "journal"
+    with monkeypatch.context() as patched:
+        patched.setattr(journal_module, "FileLock", LostLock)
+        first = Journal(root, "base-S0", resolved.fingerprint, resolved.identity)
+        second = Journal(root, "base-S0", resolved.fingerprint, resolved.identity)
+        with first, second:  # both got past the lock
+            first.append(records[0])
+            second.append(records[1])
+            first.append(records[2])
+    out = tmp_path / "shared"
+    summary = evaluate(
+        run_inputs(small_world), str(out / "results.jsonl"), str(out / "summary.json"), str(root)
+    )
+    execution = summary["execution"]
+    assert execution["single_writer"] is False
+    assert "interleave" in execution["single_writer_detail"]
+    assert len(execution["sessions"]) == 3 and all(
+        {"host", "pid", "start", "end"} <= set(s) for s in execution["sessions"]
+    )
+    contrast = build_contrast(
+        "s0-gain",
+        {"causal": True},
+        {"n_resamples": 200, "confidence": 0.95, "seed": 1, "method": "percentile"},
+        str(tmp_path / "clean"),
+        str(out),
+        str(tmp_path / "contrast.json"),
+    )
+    check = next(c for c in contrast["checks"] if c["name"] == "single_writer_treatment")
+    assert check["passed"] is False and "interleave" in check["detail"]
+    assert verdict_of(contrast)["verdict"] == "invalid"
+    clean = next(c for c in contrast["checks"] if c["name"] == "single_writer_control")
+    assert clean["passed"] is True
+
+
+def test_a_killed_and_resumed_run_has_two_sessions_one_after_the_other(
+    tmp_path: Path, small_world: Path
+) -> None:
+    from skilleval.runs.evaluation import evaluate
+    from tests.conftest import run_inputs
+
+    resolved, records = _complete_run(small_world, tmp_path / "clean")
+    root = tmp_path / "resumed" / "journal"
+    killed = Journal(root, "base-S0", resolved.fingerprint, resolved.identity).__enter__()
+    for record in records[:5]:
+        killed.append(record)
+    # Killed: no end is recorded; the kernel frees the lock with the process.
+    killed._lock.release()
+    out = tmp_path / "resumed"
+    summary = evaluate(
+        run_inputs(small_world), str(out / "results.jsonl"), str(out / "summary.json"), str(root)
+    )
+    sessions = summary["execution"]["sessions"]
+    assert len(sessions) == 2 and sessions[0]["end"] is None and sessions[1]["end"]
+    assert summary["execution"]["single_writer"] is True
+    assert summary["provenance"]["execution"]["reused_from_journal"] == 5
+
+
+def test_the_writer_check_fails_on_lines_of_no_session_and_on_overlapping_spans() -> None:
+    from skilleval.storage.writers import UNRECORDED, Session, check_writers
+
+    a = Session("a", "h", 1, "2026-01-01T00:00:00", "2026-01-01T01:00:00")
+    b = Session("b", "h", 2, "2026-01-01T00:30:00", "2026-01-01T02:00:00")
+    c = Session("c", "h", 3, "2026-01-01T03:00:00", None)
+    assert check_writers([a, c], ["a", "a", "c"]).single_writer
+    assert not check_writers([a, b], ["a", "b"]).single_writer  # spans overlap
+    assert not check_writers([a, c], ["a", "c", "a"]).single_writer  # interleaved
+    assert not check_writers([a], ["a", UNRECORDED]).single_writer
+    assert not check_writers([a], ["a", "z"]).single_writer  # a session with no start record

@@ -113,6 +113,8 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     rate = re.findall(rules["rate_limit_pattern"], files.log)
     crash = re.findall(rules["crash_pattern"], files.log)
     started = dt.datetime.fromisoformat(summary["provenance"]["started_at"])
+    recorded = summary.get("writers")
+    writers: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     late = [
         f["name"]
         for f in rules["fixes"]
@@ -138,7 +140,11 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
             else "no 429 error text (progress counters such as 429/494 are not errors)",
         ),
         Check("no_crash", not crash, f"found {crash[:3]}" if crash else "no Traceback/OOM/Killed"),
-        Check("single_writer", summary.get("writers") == 1, f"{summary.get('writers')} writer(s)"),
+        Check(
+            "single_writer",
+            writers.get("single_writer") is True,
+            str(writers.get("single_writer_detail") or "no record of other writers"),
+        ),
         Check(
             "started_after_fixes",
             not late,

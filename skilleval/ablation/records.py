@@ -29,7 +29,7 @@ class AblationSummary(Record):
     train_size: int | None
     empty_response_fraction: float | None
     trainer: str
-    writers: int
+    writers: dict[str, Any]
     plan_fingerprint: str
     provenance: dict[str, Any]
 

@@ -27,6 +27,7 @@ from skilleval.errors import RunLockedError, SkillevalError
 from skilleval.provenance.record import provenance
 from skilleval.storage import atomic
 from skilleval.storage.hashing import canonical_hash
+from skilleval.storage.writers import out_root_writers
 
 BASE_SCORE = {
     "searchqa": 0.80,
@@ -245,6 +246,7 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
         ) from None
     try:
         kind = matrix["trainer"]["kind"]
+        writers = out_root_writers(out_root)
         result = (
             run_sim(run, matrix, out_root) if kind == "sim" else run_command(run, matrix, out_root)
         )
@@ -258,7 +260,7 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
             **run.as_json(),
             **result,
             "trainer": kind,
-            "writers": 1,
+            "writers": writers,
             "plan_fingerprint": plan_fingerprint(run, matrix),
             "provenance": {**provenance(), **timing},
         }

@@ -51,7 +51,7 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
     """Checks of one arm: coverage, an unchanged service, one writer."""
     coverage, expected = run.summary.coverage, run.summary.n_records
     service = run.summary.service
-    writers = run.summary.execution.get("writers")
+    execution = run.summary.execution
     checks = [
         Check(
             f"coverage_{role}",
@@ -64,7 +64,16 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
             f"{run.name}: service identity at start and end "
             + ("match" if run.summary.service_unchanged else f"differ: {service}"),
         ),
-        Check(f"single_writer_{role}", writers == 1, f"{run.name}: {writers} writer(s)"),
+        Check(
+            f"single_writer_{role}",
+            execution.get("single_writer") is True,
+            f"{run.name}: "
+            + str(
+                execution.get("single_writer_detail")
+                or "no record of its writing sessions (a summary written before they were "
+                "recorded): rebuild the run"
+            ),
+        ),
     ]
     return checks
 

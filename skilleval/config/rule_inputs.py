@@ -30,6 +30,9 @@ from skilleval.storage.hashing import canonical, canonical_hash
 T = TypeVar("T")
 Wildcards = Any  # snakemake.io.Wildcards: attribute access to the job's wildcard values
 
+# The sim trainer's jobs (rules/ablation.smk), one per benchmark: ablation_runs_<bench>.
+SIM_TRAINER_JOB = "ablation_runs"
+
 
 class SourceFiles:
     """Inputs the graph does not build: their mtimes are ignored, their contents compared."""
@@ -233,15 +236,23 @@ class AblationInputs:
         per run would spend nearly all its time starting Python and importing."""
         return bool(self.matrix["trainer"]["kind"] == "sim")
 
-    def run_summaries(self) -> list[str]:
-        return [run.summary_path for run in self.ablation_runs.values()]
+    @property
+    def benchmarks(self) -> list[str]:
+        """The benchmarks that have runs, in plan order: one sim job each."""
+        return list(dict.fromkeys(run.benchmark for run in self.ablation_runs.values()))
 
-    def run_audits(self) -> list[str]:
-        return [audit_path(run) for run in self.ablation_runs.values()]
+    def _runs_of(self, bench: str) -> list[PlannedRun]:
+        return [run for run in self.ablation_runs.values() if run.benchmark == bench]
 
-    def run_identities(self) -> dict[str, str]:
-        """Every run's evidence identity, by run id (the runs of the one sim job)."""
-        return {run_id: self.identity_of(run_id) for run_id in self.ablation_runs}
+    def run_summaries(self, bench: str) -> list[str]:
+        return [run.summary_path for run in self._runs_of(bench)]
+
+    def run_audits(self, bench: str) -> list[str]:
+        return [audit_path(run) for run in self._runs_of(bench)]
+
+    def run_identities(self, bench: str) -> dict[str, str]:
+        """The evidence identity of each run of one benchmark's sim job, by run id."""
+        return {run.run_id: self.identity_of(run.run_id) for run in self._runs_of(bench)}
 
     def ablation_evidence(self, wildcards: Wildcards) -> dict[str, Any]:
         return self.evidence_of(wildcards.run_id)

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skilleval import paths
 from skilleval.config.plan import WorkflowPlan
+from skilleval.config.rule_inputs import SIM_TRAINER_JOB
 from skilleval.errors import SkillevalError
 from skilleval.provenance.planned import KeptResults, RunCost, dry_run, parse_jobs, run_cost
 from skilleval.skills.bank import bank_hash, load_bank
@@ -29,8 +31,6 @@ NOTHING = "<nothing exclusive>"
 REBUILT = "rebuilt after its inputs: "
 PARAMS_CHANGE = re.compile(r"before: (?P<before>.*?) now: (?P<now>.*?)\s*$")
 IDENTITY = re.compile(r"[0-9a-f]{16}")
-# The sim trainer's one job (rules/ablation.smk): its params map run id -> identity.
-SIM_TRAINER_JOB = "ablation_runs"
 CHANGED_RUN = re.compile(r"ablation run (?P<run>\S+): evidence identity ")
 
 
@@ -117,7 +117,7 @@ def describe_params(
                 f for f in set(old_code) | set(new_code) if old_code.get(f) != new_code.get(f)
             )
             phrases += [f"code: {f}" for f in changed]
-        elif rule == SIM_TRAINER_JOB and isinstance(old or new, Mapping):
+        elif is_sim_trainer_job(rule) and isinstance(old or new, Mapping):
             phrases += _changed_runs(old or {}, new or {})
         elif isinstance(old, str) and isinstance(new, str) and IDENTITY.fullmatch(old):
             phrases.append("generated content changed (world generator)")
@@ -172,6 +172,8 @@ def cells_of_output(output: str, plan: WorkflowPlan) -> list[str]:
     if parts[:2] in (("results", "contrasts"), ("results", "verdicts")):
         contrast = plan.contrasts.get(Path(output).stem)
         return [f"Table {contrast.table}, {contrast.name}"] if contrast else []
+    if output == paths.VERDICT_FAMILY:
+        return ["Table main and Table ranking, p_Holm of every causal verdict"]
     if parts[:2] in (("results", "gate"), ("results", "banks")):
         return ["Table ranking, every arm (gate betas)"]
     if parts[:2] == ("results", "ablation") and len(parts) > 3 and parts[2] != "splits":
@@ -300,7 +302,7 @@ def report(jobs: list[StaleJob]) -> str:
 def cost_report(jobs: list[StaleJob]) -> str:
     """The planned model and trainer runs with their expected price, certain ones first."""
     priced = [j for j in jobs if j.cost is not None]
-    sim = [sim_trainer_line(j) for j in jobs if j.rule == SIM_TRAINER_JOB]
+    sim = [sim_trainer_line(j) for j in jobs if is_sim_trainer_job(j.rule)]
     if not priced:
         return "\n" + "\n".join(sim or ["No model or trainer run is planned."])
     lines = ["", *sim, f"Model and trainer runs planned: {len(priced)}"]
@@ -334,14 +336,23 @@ def cost_report(jobs: list[StaleJob]) -> str:
     return "\n".join(lines)
 
 
+def is_sim_trainer_job(rule: str) -> bool:
+    """One benchmark's sim trainer job: ablation_runs_<bench> (rules/ablation.smk)."""
+    return rule.startswith(f"{SIM_TRAINER_JOB}_")
+
+
 def sim_trainer_line(job: StaleJob) -> str:
-    """What the sim trainer's one job will do: it costs no card, and trains only the runs
-    whose identity has no kept result."""
+    """What one benchmark's sim trainer job will do: it costs no card, and trains only the
+    runs whose identity has no kept result."""
+    bench = job.rule.removeprefix(f"{SIM_TRAINER_JOB}_")
     total = sum(o.endswith("summary.json") for o in job.outputs)
     runs = {m["run"] for r in job.reasons if (m := CHANGED_RUN.match(r))}
     if runs and len(runs) == len(job.reasons):
         return (
-            f"Sim trainer job: {len(runs)} of {total} ablation runs train (identity changed); "
-            "it restores the others; no card."
+            f"Sim trainer job ({bench}): {len(runs)} of {total} ablation runs train (identity "
+            "changed); it restores the others; no card."
         )
-    return f"Sim trainer job: {total} ablation runs, each restored if kept, else trained; no card."
+    return (
+        f"Sim trainer job ({bench}): {total} ablation runs, each restored if kept, else "
+        "trained; no card."
+    )

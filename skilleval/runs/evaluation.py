@@ -146,7 +146,11 @@ def _evaluate(
             **_service(service_start, service_end),
             "identity_check": service.identity_check,
         },
-        "execution": {"journal": str(journal.path), "writers": 1},
+        "execution": {
+            "journal": str(journal.path),
+            "sessions": [session.as_json() for session in journal.writing_sessions()],
+            **journal.writer_check().as_json(),
+        },
         "provenance": {**provenance(), "execution": _execution(stats, started)},
     }
     atomic.write_jsonl(results_path, records)

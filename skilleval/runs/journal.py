@@ -11,7 +11,9 @@ A run that completes keeps a copy of its outputs beside its journal. A later job
 same fingerprint restores them byte for byte instead of running anything: that is the
 early cutoff that spares a card lease and a server start when an upstream output came
 out identical. One writer per run is enforced with an OS file lock, which the kernel
-releases even on SIGKILL.
+releases even on SIGKILL, and measured besides (storage.writers): each writing session is
+recorded in ``<fingerprint>.sessions`` and each journal line names the session that wrote
+it, so a second writer that got past the lock shows in the run's summary.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from skilleval.errors import RunLockedError
 from skilleval.storage.atomic import disk_error
 from skilleval.storage.kept import KeptOutputs
 from skilleval.storage.records import FORMAT_VERSIONS, versioned
+from skilleval.storage.writers import UNRECORDED, Session, WriterCheck, check_writers
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,10 @@ class Journal:
         self._lock = FileLock(str(self.dir / ".writer.lock"))
         self._fd: int | None = None
         self.records: dict[RecordKey, dict[str, Any]] = {}
+        self.sessions_path = self.dir / f"{fingerprint}.sessions"
+        self.session: Session | None = None
+        # The writing session of every journal line, in the order the lines were written.
+        self.append_order: list[str] = []
 
     def __enter__(self) -> Journal:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -114,6 +121,7 @@ class Journal:
             with open(self.path, "r+b") as handle:
                 handle.truncate(intact)
         for record in records:
+            self.append_order.append(str(record.pop("session", UNRECORDED)))
             # Journals from before records were versioned hold version-1 records.
             record.setdefault("format_version", FORMAT_VERSIONS["task_record"])
             self.records[record_key(record)] = record
@@ -133,17 +141,59 @@ class Journal:
                 )
             )
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self.session = Session.begin()
+        self._log_session({"event": "start", **self.session.as_json()})
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
             os.close(self._fd)
+        if self.session is not None:
+            end = dt.datetime.now(dt.UTC).isoformat()
+            self._log_session({"event": "end", "id": self.session.id, "end": end})
         self._lock.release()
+
+    def _log_session(self, event: dict[str, Any]) -> None:
+        with open(self.sessions_path, "a") as handle:
+            handle.write(json.dumps(event, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def writing_sessions(self) -> list[Session]:
+        """Every session that opened this journal, with its end where it recorded one
+        (a killed session has none); the current one ends now."""
+        starts: dict[str, dict[str, Any]] = {}
+        ends: dict[str, str] = {}
+        if self.sessions_path.exists():
+            for line in self.sessions_path.read_text().splitlines():
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event["event"] == "start":
+                    starts[event["id"]] = event
+                else:
+                    ends[event["id"]] = event["end"]
+        now = dt.datetime.now(dt.UTC).isoformat()
+        current = self.session.id if self.session else None
+        return [
+            Session(
+                sid,
+                event["host"],
+                int(event["pid"]),
+                event["start"],
+                ends.get(sid, now if sid == current else None),
+            )
+            for sid, event in starts.items()
+        ]
+
+    def writer_check(self) -> WriterCheck:
+        return check_writers(self.writing_sessions(), self.append_order)
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one line, durably; a failed write is cut back, so no line is ever torn."""
-        assert self._fd is not None, "append outside `with Journal(...)`"
-        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        assert self._fd is not None and self.session, "append outside `with Journal(...)`"
+        written_record = {**record, "session": self.session.id}
+        line = (json.dumps(written_record, sort_keys=True) + "\n").encode()
         before = os.fstat(self._fd).st_size
         try:
             written = 0
@@ -155,6 +205,7 @@ class Journal:
             kept = f"; the {len(self.records)} tasks finished so far are kept in {self.path}"
             raise disk_error(self.path, error, kept) or error from None
         self.records[record_key(record)] = record
+        self.append_order.append(self.session.id)
 
     def _revive_archived(self) -> None:
         """Move this fingerprint's most recently archived journal back, when none is here."""
@@ -167,7 +218,8 @@ class Journal:
         if not archived:
             return
         source = archived[-1]
-        for name in (self.path.name, f"{self.fingerprint}.meta.json", self.complete_dir.name):
+        names = (self.path.name, f"{self.fingerprint}.meta.json", self.sessions_path.name)
+        for name in (*names, self.complete_dir.name):
             if (source / name).exists():
                 shutil.move(str(source / name), self.dir / name)
         log.info(
@@ -198,7 +250,8 @@ class Journal:
                 f for f in set(old_code) | set(self.code) if old_code.get(f) != self.code.get(f)
             )
             shutil.move(str(old), target / old.name)
-            for kept in (old_meta_path, self.dir / f"{old_fp}.complete"):
+            sessions = self.dir / f"{old_fp}.sessions"
+            for kept in (old_meta_path, sessions, self.dir / f"{old_fp}.complete"):
                 if kept.exists():
                     shutil.move(str(kept), target / kept.name)
             (target / "why.json").write_text(
