@@ -15,7 +15,6 @@ from skilleval.errors import ConfigError, GpuLeaseError
 from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.evidence import model_run_code, rule_code, trainer_run_code
-from skilleval.report.notice import simulation_notice
 from skilleval.serving.gpu import check_requests, gpu_requests, profile_cards
 from skilleval.storage.hashing import canonical
 from skilleval.world.design import world_design

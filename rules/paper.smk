@@ -5,8 +5,6 @@ MAIN_CONTRASTS = PLAN.contrasts_for("main")
 RANKING_ARMS = [arm.run for arm in PLAN.paper_arms]
 # Every contrast the main and ranking tables show: the family of their causal verdicts.
 PAPER_CONTRASTS = [*MAIN_CONTRASTS, *PLAN.ranking_vs_free(), *RANKING_PAIRWISE]
-# Derived from the backends once: the title page and the report's first view both show it.
-SIMULATION_NOTICE = simulation_notice(config, MATRIX["trainer"]["kind"])
 ABLATION_GROUPS = [g for g, spec in MATRIX["groups"].items() if len(spec["values"]) > 1]
 RATIO_SPLITS = expand(
     paths.ABLATION_SPLIT,
@@ -15,16 +13,24 @@ RATIO_SPLITS = expand(
 )
 
 
+# What of the paper is simulated, read from every summary it shows (what answered each
+# run, what built each ablation run), never from a config label.
 rule paper_notice:
+    input:
+        runs=expand(
+            paths.RUN_SUMMARY,
+            run=[*MAIN_RUNS, *RANKING_ARMS, config["ranking"]["bare_val_run"]],
+        ),
+        ablation=ABLATION_INPUTS.all_summaries(),
     output:
         tex=paths.table("notice", "tex"),
+        text=paths.PAPER_NOTICE_TEXT,
     log:
         f"{paths.LOGS}/paper/notice.log",
     conda:
         "../envs/skilleval.yaml"
     params:
         code=code("paper_notice.py"),
-        notice=SIMULATION_NOTICE,
     script:
         "../scripts/paper_notice.py"
 
@@ -115,6 +121,7 @@ rule report_front:
         table_caption="report/main_table.rst",
         figure=paths.figure("contrasts", "png"),
         figure_caption="report/forest_plot.rst",
+        notice=paths.PAPER_NOTICE_TEXT,
     output:
         html=report(
             paths.REPORT_FRONT,
@@ -127,7 +134,6 @@ rule report_front:
         "../envs/skilleval.yaml"
     params:
         code=code("report_front.py"),
-        notice=SIMULATION_NOTICE,
     script:
         "../scripts/report_front.py"
 

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from skilleval.logs import logged
 from skilleval.report.front import write_front_page
 
@@ -7,6 +9,6 @@ with logged(snakemake.log[0]):
         snakemake.input.table_caption,
         snakemake.input.figure,
         snakemake.input.figure_caption,
-        snakemake.params.notice,
+        Path(snakemake.input.notice).read_text().strip(),
         snakemake.output.html,
     )

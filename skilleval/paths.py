@@ -60,6 +60,8 @@ REPORT_FRONT = f"{RESULTS}/report/front.html"
 # LaTeX's aux, log and page-kind record: kept for the layout check, out of the sources.
 PAPER_BUILD = f"{RESULTS}/paper/latex"
 PAPER_LAYOUT = f"{RESULTS}/paper/layout.json"
+# The title page's notice as plain text, for the report's first view.
+PAPER_NOTICE_TEXT = f"{RESULTS}/paper/notice.txt"
 TABLE = "paper/tables/{table}.{ext}"
 FIGURE = "paper/figures/{figure}.{ext}"
 TABLE_FORMATS = ("tex", "csv", "md", "html")

@@ -200,30 +200,125 @@ def test_second_writer_of_one_out_root_is_refused(
         build_run(run, MATRIX, str(tmp_path / run.summary_path))
 
 
-def test_command_trainer_quotes_values_and_reads_its_summary(tmp_path: Path) -> None:
-    fake = tmp_path / "scripts" / "train.py"
-    fake.parent.mkdir()
-    fake.write_text(
-        "import json, sys, pathlib\n"
-        "args = dict(a.split('=', 1) for a in sys.argv[3:])\n"
-        "root = pathlib.Path(args['env.out_root'])\n"
-        "json.dump({'argv': sys.argv[1:]}, open(root / 'argv.json', 'w'))\n"
-        "json.dump({'best_selection_score': 0.9, 'base_score': 0.8, 'best_test_score': 0.85,\n"
-        "           'tokens': 10, 'steps': 4}, open(root / 'summary.json', 'w'))\n"
-    )
+# A stand-in for the external scripts/train.py, writing what memo 003 §0 says a real run
+# leaves: a nested config.json (as an OmegaConf/Hydra trainer does), a log whose head names
+# the model, split, reasoning effort, train size and batch sizes, and summary.json. It
+# reads its defaults from the benchmark config and its train size from the split.
+STAND_IN_TRAINER = r"""
+import json, math, os, pathlib, sys, yaml
+config_file = sys.argv[sys.argv.index("--config") + 1]
+config = json.loads(pathlib.Path(config_file).read_text())
+for arg in sys.argv[sys.argv.index("--config") + 2 :]:
+    key, value = arg.split("=", 1)
+    node = config
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = yaml.safe_load(value) if value else value
+drift = os.environ.get("STAND_IN_DRIFT")
+if drift:
+    section, leaf = drift.split(".")
+    config.setdefault(section, {})[leaf] = True
+root = pathlib.Path(config["env"]["out_root"])
+train = sum(1 for _ in open(pathlib.Path(config["env"]["split_dir"]) / "train.jsonl"))
+step = config["train"]["batch_size"] * config["train"]["accumulation"]
+sizes = [min(step, train - i * step) for i in range(math.ceil(train / step))]
+(root / "config.json").write_text(json.dumps(config))
+(root / "train.log").write_text(
+    f"started_at=2026-06-01T00:00:00+00:00\n"
+    f"model.student={config['model']['student']} reasoning={config['model']['reasoning_effort']}\n"
+    f"split_dir={config['env']['split_dir']}\ntrain_size={train}\nbatch_sizes={sizes}\n"
+)
+(root / "summary.json").write_text(json.dumps({
+    "best_selection_score": 0.9, "base_score": 0.8, "best_test_score": 0.85, "tokens": 10,
+    "steps": 4, "argv": sys.argv[1:],
+}))
+"""
+
+
+def stand_in_checkout(root: Path, matrix: dict[str, Any], bench: str) -> None:
+    """A trainer checkout: the stand-in script, the benchmark's default config (nested),
+    and the default split with the benchmark's train size."""
+    from skilleval.ablation.plan import benchmark_defaults
+
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "train.py").write_text(STAND_IN_TRAINER)
+    nested: dict[str, Any] = {}
+    for key, value in benchmark_defaults(matrix, bench).items():
+        node = nested
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    config = root / matrix["benchmarks"][bench]["config"]
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps(nested))
+    split = root / nested["env"]["split_dir"]
+    split.mkdir(parents=True)
+    train = matrix["benchmarks"][bench]["sizes"]["train"]
+    (split / "train.jsonl").write_text("{}\n" * train)
+
+
+def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = tmp_path / "trainer"
     matrix = copy.deepcopy(MATRIX)
-    matrix["trainer"].update(kind="command", python=sys.executable, root=str(tmp_path))
-    matrix["groups"]["student"]["values"]["odd"] = {"model.student": "gpt 5.4 'mini'; rm -rf /"}
-    run = runs_by_id(matrix)["SMODEL-docvqa-odd"]
-    out_root = tmp_path / "results" / "SMODEL-docvqa-odd"
-    summary = build_run(run, matrix, str(out_root / "summary.json"))
-    argv = json.loads((out_root / "argv.json").read_text())["argv"]
-    assert argv[:2] == ["--config", "configs/docvqa/default.yaml"]
-    assert "model.student=gpt 5.4 'mini'; rm -rf /" in argv
-    assert argv[-1] == f"env.out_root={out_root.resolve()}"
-    command = (out_root / "command.sh").read_text()
-    assert shlex.split(command)[1:] == trainer_command(run, matrix, out_root)[1:]
+    matrix["trainer"].update(kind="command", python=sys.executable, root=str(checkout))
+    stand_in_checkout(checkout, matrix, "docvqa")
+    monkeypatch.chdir(tmp_path)
+    run = runs_by_id(matrix)["LR-docvqa-8"]
+    summary = build_run(run, matrix, run.summary_path)
+    out_root = Path(run.out_root)
     assert summary["delta"] == pytest.approx(0.05) and summary["trainer"] == "command"
+    assert summary["writers"]["single_writer"] is True
+    # The workflow's own launch files lie beside the out_root, never in it.
+    command = (out_root.parent / f"{out_root.name}.command.sh").read_text()
+    assert shlex.split(command)[1:] == trainer_command(run, matrix, out_root)[1:]
+    assert not (out_root / "command.sh").exists()
+    assert json.loads((out_root / "trainer_summary.json").read_text())["argv"][-1] == (
+        f"env.out_root={out_root.resolve()}"
+    )
+    checks = {c["name"]: c for c in audit_run(run, matrix, run.summary_path)["checks"]}
+    failing = {n: c["detail"] for n, c in checks.items() if not c["passed"]}
+    assert failing == {}
+    assert "train.log line 4" in checks["batch_logic"]["detail"]
+    assert "2026-06-01" in checks["started_after_fixes"]["detail"]
+    # The same run, but the trainer's config drifted from the default in a key the run
+    # does not declare.
+    monkeypatch.setenv("STAND_IN_DRIFT", "optimizer.use_meta_reflect")
+    drifted = runs_by_id(matrix)["LR-docvqa-2"]
+    build_run(drifted, matrix, drifted.summary_path)
+    audit = audit_run(drifted, matrix, drifted.summary_path)
+    assert not audit["valid"]
+    assert [r.split(":")[0] for r in audit["reasons"]] == ["only_declared_keys_differ"]
+    assert "optimizer.use_meta_reflect" in audit["reasons"][0]
+
+
+def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = tmp_path / "trainer"
+    matrix = copy.deepcopy(MATRIX)
+    matrix["trainer"].update(kind="command", python=sys.executable, root=str(checkout))
+    stand_in_checkout(checkout, matrix, "livemathematicianbench")
+    monkeypatch.chdir(tmp_path)
+    fix = next(
+        f for f in matrix["invalid_rules"]["fixes"] if "livemathematicianbench" in f["benchmarks"]
+    )
+    run = runs_by_id(matrix)["LR-livemathematicianbench-8"]
+    build_run(run, matrix, run.summary_path)
+    log = Path(run.out_root) / "train.log"
+    for stamp, late in (("2026-01-01T00:00:00+00:00", True), ("2026-12-01T00:00:00+00:00", False)):
+        text = log.read_text().splitlines()
+        log.write_text("\n".join([f"started_at={stamp}", *text[1:]]) + "\n")
+        check = next(
+            c
+            for c in audit_run(run, matrix, run.summary_path)["checks"]
+            if c["name"] == "started_after_fixes"
+        )
+        assert check["passed"] is (not late), check
+        assert (fix["name"] in check["detail"]) is late
 
 
 def test_bad_matrix_is_refused_with_the_key() -> None:

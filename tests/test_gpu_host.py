@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -36,6 +37,10 @@ with open(os.environ["SKILLEVAL_TEST_PROCESSES"], "a") as handle:
         "CUDA_DEVICE_ORDER": os.environ.get("CUDA_DEVICE_ORDER"),
     }) + "\\n")
 """
+
+
+# The PDF too where TeX is installed (CI installs it): its first page carries the notice.
+TARGETS = ["paper", *(["paper/main.pdf"] if shutil.which("latexmk") else [])]
 
 
 def small_matrix(workdir: Path) -> str:
@@ -84,7 +89,7 @@ def test_every_job_sees_its_leased_cards_or_none_and_never_gpu0(tmp_path: Path) 
     }
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "snakemake", "--profile", "profiles/gpu-host", "-j8", "paper"],
+            [sys.executable, "-m", "snakemake", "--profile", "profiles/gpu-host", "-j8", *TARGETS],
             cwd=workdir,
             env=env,
             capture_output=True,
@@ -117,3 +122,26 @@ def test_every_job_sees_its_leased_cards_or_none_and_never_gpu0(tmp_path: Path) 
         assert len(cards) == 4 and "0" not in cards, server
         assert f"/gpu{'-'.join(cards)}/" in name, (name, cards)
     print(f"gpu-host paper: {len(jobs)} jobs with no card, {len(servers)} servers on 4 cards")
+    assert_notice_follows_what_answered(workdir)
+
+
+def assert_notice_follows_what_answered(workdir: Path) -> None:
+    """The build's policy is openai, but what answered is skilleval serve-world: the title
+    page, every table caption and every table format say the numbers are simulated."""
+    notice = (workdir / "results" / "paper" / "notice.txt").read_text().strip()
+    assert notice.startswith("Simulated evidence: every evaluation number comes from")
+    assert "skilleval serve-world" in notice and "every ablation number" in notice
+    assert "Simulated evidence" in (workdir / "paper" / "tables" / "notice.tex").read_text()
+    for table in ("main", "ranking", "harness", "ablation_searchqa"):
+        tables = workdir / "paper" / "tables"
+        assert "Simulated numbers" in (tables / f"{table}.tex").read_text(), table
+        assert (tables / f"{table}.csv").read_text().startswith("# Simulated evidence"), table
+        assert (tables / f"{table}.md").read_text().startswith("> Simulated evidence"), table
+        assert (tables / f"{table}.html").read_text().startswith('<p class="notice">'), table
+    if "paper/main.pdf" in TARGETS:
+        from pypdf import PdfReader
+
+        first = " ".join(
+            (PdfReader(workdir / "paper" / "main.pdf").pages[0].extract_text()).split()
+        )
+        assert "Simulated evidence: every evaluation number comes from" in first

@@ -217,3 +217,26 @@ def test_the_writer_check_fails_on_lines_of_no_session_and_on_overlapping_spans(
     assert not check_writers([a, c], ["a", "c", "a"]).single_writer  # interleaved
     assert not check_writers([a], ["a", UNRECORDED]).single_writer
     assert not check_writers([a], ["a", "z"]).single_writer  # a session with no start record
+
+
+def test_a_trainer_job_sees_another_live_process_naming_its_out_root(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from skilleval.storage.writers import out_root_writers
+
+    out_root = tmp_path / "LR-docvqa-2"
+    out_root.mkdir()
+    assert out_root_writers(out_root)["single_writer"] is True
+    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+    neighbour = subprocess.Popen([*sleeper, f"env.out_root={tmp_path / 'LR-docvqa-24'}"])
+    other = subprocess.Popen([*sleeper, f"env.out_root={out_root.resolve()}"])
+    try:
+        seen = out_root_writers(out_root)
+    finally:
+        for process in (neighbour, other):
+            process.kill()
+            process.wait()
+    assert seen["single_writer"] is False
+    assert [o["pid"] for o in seen["others"]] == [other.pid]  # not the run-24 neighbour
+    assert str(other.pid) in seen["single_writer_detail"]

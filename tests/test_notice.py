@@ -1,26 +1,50 @@
-"""The paper says which numbers are simulated, from the config, and nothing when none is."""
+"""The paper says which numbers are simulated, from what answered each run, and nothing
+when none is."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from skilleval.report.notice import simulation_notice, write_notice
-from tests.conftest import load_default_config
+from skilleval.report.notice import evidence_notice, notice_of, write_notice
+from skilleval.report.writer import Section, write_table_set
+
+SIM = {"simulated": True, "by": "the sim policy, in process"}
+SERVED = {"simulated": True, "by": "the project's simulated world (skilleval serve-world)"}
+REAL = {"simulated": False, "by": "/models/qwen at http://gpu:30000/v1"}
+TRAINER = {"simulated": True, "by": "the sim trainer"}
 
 
-def test_the_notice_follows_the_backends(tmp_path: Path) -> None:
-    config = load_default_config()
-    both = simulation_notice(config, "sim")
-    assert "simulated shopping world" in both and "simulated trainer" in both
-    assert "qwen35-4b-base-hf" in both and str(config["world"]["seed"]) in both
-    real_policy = {**config, "backends": {**config["backends"], "policy": "openai"}}
-    assert simulation_notice(real_policy, "sim") == (
-        "Simulated evidence: every ablation number comes from the simulated trainer."
-    )
-    assert simulation_notice(real_policy, "command") == ""
-    write_notice(both, str(tmp_path / "notice.tex"))
+def test_the_notice_follows_what_answered(tmp_path: Path) -> None:
+    both = evidence_notice({"a": SIM, "b": SERVED}, {"x": TRAINER})
+    assert "every evaluation number comes from the simulated shopping world" in both
+    assert "skilleval serve-world" in both and "every ablation number" in both
+    some = evidence_notice({"a": REAL, "b": SERVED}, {})
+    assert "evaluation runs b come from the simulated shopping world" in some
+    assert evidence_notice({"a": REAL}, {"x": {"simulated": False, "by": "train.py"}}) == ""
+    unknown = evidence_notice({"a": None, "b": REAL}, {})
+    assert unknown.startswith("Unknown: evaluation runs a do not record what served them")
+    write_notice(both, str(tmp_path / "notice.tex"), str(tmp_path / "notice.txt"))
     tex = (tmp_path / "notice.tex").read_text()
     assert "\\newcommand{\\simulationnotice}{Simulated evidence:" in tex
     assert "Simulated numbers" in tex
+    assert (tmp_path / "notice.txt").read_text().strip() == both
     write_notice("", str(tmp_path / "real.tex"))
     assert "\\newcommand{\\simulatedcaption}{}" in (tmp_path / "real.tex").read_text()
+
+
+def test_every_table_format_carries_its_notice(tmp_path: Path) -> None:
+    import pandas as pd
+
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"run": "base-free", "simulated": SERVED, "service": {}}))
+    notice = notice_of([str(summary)])
+    outputs = {ext: str(tmp_path / f"t.{ext}") for ext in ("tex", "csv", "md", "html")}
+    frame = pd.DataFrame([{"run": "base-free", "reward": 0.5}])
+    write_table_set(outputs, "tex", [Section("Runs", "run", frame)], notice)
+    csv = Path(outputs["csv"]).read_text().splitlines()
+    assert csv[0] == f"# {notice}" and csv[1] == "run,reward"
+    assert Path(outputs["md"]).read_text().startswith(f"> {notice}")
+    assert Path(outputs["html"]).read_text().startswith('<p class="notice">Simulated evidence')
+    write_table_set(outputs, "tex", [Section("Runs", "run", frame)], "")
+    assert Path(outputs["csv"]).read_text().startswith("run,reward")

@@ -16,7 +16,7 @@ import pytest
 
 from skilleval.errors import ServiceError
 from skilleval.policy.openai_policy import sampling_body
-from skilleval.report.notice import simulation_notice
+from skilleval.report.notice import notice_of
 from skilleval.runs.evaluation import evaluate
 from skilleval.serving.service import Service, check_identity, fetch_identity
 from skilleval.world.sampling import APPLIED_SAMPLING_PATH
@@ -178,11 +178,13 @@ def test_identity_trust_runs_unchecked_and_says_so(small_world: Path, tmp_path: 
     finally:
         servers.shutdown()
     assert summary["service"]["identity_check"] == "trusted" and summary["coverage"] == 1.0
-    config = load_default_config()
-    config["backends"]["policy"] = "openai"
-    config["protocols"]["local-sglang"]["model_server"]["identity"] = "trust"
-    assert "trusted without an identity check" in simulation_notice(config, "command")
-    assert "local-sglang" in simulation_notice(config, "command")
+    # The notice reads the run's own record: a trusted server, and (from what that server
+    # said it is) the project's simulated world.
+    notice = notice_of([str(tmp_path / "s.json")])
+    assert "trusted without an identity check" in notice and "base-S0" in notice
+    assert summary["simulated"]["simulated"] is True
+    assert "skilleval serve-world" in summary["simulated"]["by"]
+    assert "every evaluation number comes from the simulated shopping world" in notice
 
 
 def test_a_verified_server_is_recorded_as_verified(small_world: Path, tmp_path: Path) -> None:

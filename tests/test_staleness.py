@@ -147,7 +147,7 @@ def test_a_bootstrap_behaviour_edit_makes_contrasts_gate_and_tables_stale(built:
     assert set(jobs) == {
         "contrast", "verdict", "gate_beta", "freeze_bank", "eval_run", "paper_main_table",
         "paper_forest_plot", "paper_ranking_table", "paper_beta_plot", "gate_truth_check",
-        "report_front",
+        "report_front", "paper_verdict_family", "paper_notice",
     }  # fmt: skip
     assert stems(jobs["eval_run"]) == {"summary", "results"}  # only the ranking arms' runs
     assert all("rank-" in o for o in jobs["eval_run"])
@@ -169,7 +169,10 @@ def test_a_trainer_edit_makes_only_the_ablation_evidence_stale(built: Path) -> N
     with edited(module, lambda t: t + "\nTRAINER_NOTE = 1\n"):
         jobs = stale(built, "paper")
     jobs = with_sim_jobs_as_one(jobs)
-    assert set(jobs) == {"ablation_runs", "ablation_table", "harness_table", "ablation_figure"}
+    # paper_notice: the title page reads what built every ablation run.
+    assert set(jobs) == {
+        "ablation_runs", "ablation_table", "harness_table", "ablation_figure", "paper_notice"
+    }  # fmt: skip
     assert len(jobs["ablation_runs"]) == 2 * 216
 
 
@@ -226,6 +229,7 @@ def test_n_resamples_makes_contrasts_verdicts_and_tables_stale(built: Path) -> N
         "paper_forest_plot",
         "report_front",
         "paper_ranking_table",
+        "paper_verdict_family",
     }
     assert "Table main, s0-gain: statistics.n_resamples 1000 -> 500" in why
 
@@ -264,7 +268,9 @@ def test_one_learning_rate_changes_the_identity_of_exactly_three_runs(built: Pat
     # The sim trainer's runs are one job per benchmark: the three benchmarks' jobs re-run,
     # and restore every run but these.
     three_jobs = {f"ablation_runs_{b}" for b in ("livemathematicianbench", "alfworld", "docvqa")}
-    assert set(jobs) == three_jobs | {"ablation_figure", "ablation_table", "harness_table"}
+    assert set(jobs) == three_jobs | {
+        "ablation_figure", "ablation_table", "harness_table", "paper_notice"
+    }  # fmt: skip
     three = {f"LR-{b}-2" for b in ("livemathematicianbench", "alfworld", "docvqa")}
     assert (
         set(re.findall(r"ablation run (\S+): evidence identity '[0-9a-f]{16}' -> ", why)) == three

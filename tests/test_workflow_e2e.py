@@ -63,7 +63,10 @@ def test_changing_st_bank_makes_only_st_dependents_stale(built: Path) -> None:
     stale_contrasts = {Path(o).stem for o in jobs["contrast"]}
     assert stale_contrasts == {"internalisation-gap", "upper-bound", "final-vs-initial"}
     assert "world_tasks" not in jobs and "world_checkpoint" not in jobs
-    assert "gate_masked_run" not in jobs and "paper_ranking_table" not in jobs
+    assert "gate_masked_run" not in jobs and "freeze_bank" not in jobs
+    # The ranking table is planned only for its p_Holm column: the main contrasts are in
+    # the family of verdicts it adjusts over.
+    assert "paper_verdict_family" in jobs
 
 
 def test_changing_one_draft_chunk_makes_ranking_stale_not_main_table(built: Path) -> None:
@@ -79,7 +82,10 @@ def test_changing_one_draft_chunk_makes_ranking_stale_not_main_table(built: Path
     assert len(jobs["gate_masked_run"]) == 2 * 12
     stale_runs = {Path(o).parent.name for o in jobs["eval_run"]}
     assert stale_runs == {"rank-top-4", "rank-bottom-4", "rank-random-4-20260907"}
-    assert "paper_main_table" not in jobs and "paper_forest_plot" not in jobs
+    # The main table is planned only for its p_Holm column (the family holds the ranking
+    # contrasts too); its runs and contrasts are not.
+    assert "paper_forest_plot" not in jobs and "paper_verdict_family" in jobs
+    assert not {Path(o).stem for o in jobs["contrast"]} & set(CONTRASTS)
     assert all(Path(o).stem.startswith("rank-") for o in jobs["contrast"])
 
 

@@ -9,33 +9,92 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
 from skilleval.ablation.records import AblationAudit
-from skilleval.ablation.trainer import batch_sizes
+from skilleval.ablation.trainer import batch_sizes, launch_files
+from skilleval.errors import SkillevalError
 from skilleval.storage.records import Check, failed, read_record
+
+# What a trainer's log head says (memo 003 §0: model, split, reasoning effort, train size,
+# batch sizes), as the sim trainer writes it and as plain key=value lines.
+LOG_HEAD_LINES = 50
+# Not train.train_size=0 of a config dump: that is the setting (0: infer), not the size.
+TRAIN_SIZE = re.compile(r"(?<![.\w])(?:train_size|train)\s*[=:]\s*(\d+)")
+BATCH_SIZES = re.compile(r"\bbatch_sizes\s*[=:]\s*\[([0-9,\s]*)\]")
+START = re.compile(r"^\[start\]\s*(\S+)|\bstart(?:ed)?(?:_at)?\s*[=:]\s*(\d{4}-\S+)")
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted keys from a nested config (what an OmegaConf/Hydra trainer writes); keys
+    that are dotted already stay as they are."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
 
 
 @dataclass(frozen=True)
 class RunFiles:
-    """What one finished ablation run left in its out_root."""
+    """What one finished ablation run left in its out_root, and where each part came from."""
 
     summary: dict[str, Any]
     config: dict[str, Any]
+    config_path: Path
     log: str
+    log_path: Path | None
 
     @classmethod
     def read(cls, summary_path: str) -> RunFiles:
+        """The trainer's own config.json and log: its train.log in the out_root, else its
+        captured output beside the out_root (trainer.launch_files)."""
         out_root = Path(summary_path).parent
-        log = out_root / "train.log"
+        config_path = out_root / "config.json"
+        if not config_path.exists():
+            raise SkillevalError(
+                f"{config_path} does not exist: the trainer wrote no config.json, so the "
+                "run cannot be audited"
+            )
+        logs = [out_root / "train.log", launch_files(out_root)[1]]
+        log_path = next((log for log in logs if log.exists()), None)
         return cls(
             read_record(summary_path, "ablation_summary"),
-            json.loads((out_root / "config.json").read_text()),
-            log.read_text() if log.exists() else "",
+            flatten(json.loads(config_path.read_text())),
+            config_path,
+            log_path.read_text() if log_path else "",
+            log_path,
         )
+
+    @property
+    def log_head(self) -> str:
+        return "\n".join(self.log.splitlines()[:LOG_HEAD_LINES])
+
+    def from_log(self, pattern: re.Pattern[str]) -> tuple[str, str] | None:
+        """(value, where) of the first match in the log head."""
+        for number, line in enumerate(self.log_head.splitlines(), start=1):
+            match = pattern.search(line)
+            if match:
+                value = next(g for g in match.groups() if g is not None)
+                return value, f"{self.log_path} line {number}"
+        return None
+
+    def started(self) -> tuple[dt.datetime, str]:
+        """When the trainer started, from its own output: the log head's start line, else
+        the time it wrote config.json."""
+        found = self.from_log(START)
+        if found:
+            stamp = dt.datetime.fromisoformat(found[0].replace("Z", "+00:00"))
+            return (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)), found[1]
+        mtime = dt.datetime.fromtimestamp(self.config_path.stat().st_mtime, dt.UTC)
+        return mtime, f"the modification time of {self.config_path}"
 
 
 def parameter_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles) -> list[Check]:
@@ -88,8 +147,22 @@ AUDITED_KEYS = (
 def batch_check(
     run: PlannedRun, matrix: dict[str, Any], files: RunFiles, default: dict[str, Any]
 ) -> Check:
-    summary, config = files.summary, files.config
-    train = int(summary.get("train_size") or 0)
+    """The batches the trainer reports in its log head, against ceil(train / batch) and
+    the seed's verified table; refused when the log does not say them."""
+    config = files.config
+    train_found, batches_found = files.from_log(TRAIN_SIZE), files.from_log(BATCH_SIZES)
+    if train_found is None or batches_found is None:
+        missing = [
+            n for n, f in (("train size", train_found), ("batch sizes", batches_found)) if f is None
+        ]
+        return Check(
+            "batch_logic",
+            False,
+            f"the trainer's log head ({files.log_path or 'no log'}) does not say its "
+            f"{' or '.join(missing)}",
+        )
+    train = int(train_found[0])
+    reported = [int(x) for x in batches_found[0].replace(",", " ").split()]
     want = batch_sizes(train, int(config["train.batch_size"]), int(config["train.accumulation"]))
     verified = matrix["benchmarks"][run.benchmark].get("verified_batches", {})
     table = (
@@ -99,10 +172,11 @@ def batch_check(
     )
     return Check(
         "batch_logic",
-        summary.get("batch_sizes") == want and (table is None or table == want),
+        reported == want and (table is None or table == want),
         f"steps_per_epoch = ceil({train} / ({config['train.batch_size']} x "
         f"{config['train.accumulation']})) = {len(want)}, sizes {want}; trainer reported "
-        f"{summary.get('batch_sizes')}" + (f"; seed table {table}" if table else ""),
+        f"{reported} (train size from {train_found[1]}, batches from {batches_found[1]})"
+        + (f"; seed table {table}" if table else ""),
     )
 
 
@@ -112,7 +186,7 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     empty = float(summary.get("empty_response_fraction") or 0.0)
     rate = re.findall(rules["rate_limit_pattern"], files.log)
     crash = re.findall(rules["crash_pattern"], files.log)
-    started = dt.datetime.fromisoformat(summary["provenance"]["started_at"])
+    started, started_source = files.started()
     recorded = summary.get("writers")
     writers: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     late = [
@@ -123,8 +197,9 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     return [
         Check(
             "unique_out_root",
-            config.get("env.out_root") == run.out_root,
-            f"out_root {config.get('env.out_root')}",
+            config.get("env.out_root") is not None
+            and Path(str(config["env.out_root"])).resolve() == Path(run.out_root).resolve(),
+            f"out_root {config.get('env.out_root')} (the run's: {Path(run.out_root).resolve()})",
         ),
         Check(
             "empty_responses",
@@ -148,7 +223,9 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
         Check(
             "started_after_fixes",
             not late,
-            f"started {started.isoformat()} before fix(es) {late}" if late else "after all fixes",
+            f"started {started.isoformat()} (from {started_source}) before fix(es) {late}"
+            if late
+            else f"started {started.isoformat()} (from {started_source}), after all fixes",
         ),
     ]
 

@@ -29,6 +29,8 @@ class AblationSummary(Record):
     train_size: int | None
     empty_response_fraction: float | None
     trainer: str
+    # Which trainer built the run, for the simulation notice; None before it was recorded.
+    simulated: dict[str, Any] | None = None
     writers: dict[str, Any]
     plan_fingerprint: str
     provenance: dict[str, Any]

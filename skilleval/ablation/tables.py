@@ -15,6 +15,7 @@ from skilleval.ablation.plan import PlannedRun, group_rows, load_matrix, plan, r
 from skilleval.ablation.records import AblationAudit, AblationSummary
 from skilleval.report.figures import PAPER_FONTS, save_pdf
 from skilleval.report.latex import environment, latex_escape
+from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
 
 METRICS = ("best_selection_score", "base_score", "best_test_score", "delta", "tokens")
@@ -59,8 +60,14 @@ def fmt(x: float) -> str:
 
 
 def render(
-    frame: pd.DataFrame, tex_rows: list[dict[str, Any]], outputs: Mapping[str, str], **template: Any
+    frame: pd.DataFrame,
+    tex_rows: list[dict[str, Any]],
+    outputs: Mapping[str, str],
+    summaries: Sequence[str],
+    **template: Any,
 ) -> None:
+    """``summaries``: the run summaries the table shows, whose notice it carries."""
+    notice = notice_of(ablation_summaries=summaries)
     notes = [
         rf"$^\dagger$ {latex_escape(r['run_id'])}: {latex_escape(r['reasons'])}"
         for r in frame.to_dict("records")
@@ -69,9 +76,9 @@ def render(
     tex = (
         environment()
         .get_template("ablation_table.tex.j2")
-        .render(rows=tex_rows, notes=notes, **template)
+        .render(rows=tex_rows, notes=notes, simulated=caption_of(notice), **template)
     )
-    write_table_set(outputs, tex, [Section("Runs", "run", frame)])
+    write_table_set(outputs, tex, [Section("Runs", "run", frame)], notice)
 
 
 def planned_runs(
@@ -114,6 +121,7 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
         frame,
         tex_rows,
         outputs,
+        [files[run_id][0] for run_id in frame["run_id"]],
         rule="ablation_table",
         short_caption=f"Ablations on {latex_escape(bench)}",
         label=f"tab:ablation-{bench}",
@@ -181,6 +189,7 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
         frame,
         tex_rows,
         outputs,
+        [files[run.run_id][0] for run, _ in harness_runs],
         rule="harness_table",
         label="tab:harness",
         short_caption="Harness runs",

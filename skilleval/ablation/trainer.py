@@ -1,10 +1,13 @@
 """Trainers that build one ablation run: the external ``scripts/train.py`` or a simulation.
 
 Both write the same artifacts into the run's unique out_root: ``config.json`` (the
-effective config), ``train.log``, per-step records and ``summary.json``. The sim trainer
-is a seeded model of training whose outcome depends on the settings, and it can plant
-the failure modes the memo ran into, so the audit and the invalid-run rules are
-exercised on the default path.
+effective config; a real OmegaConf/Hydra trainer nests it), a log whose head names the
+model, split, reasoning effort, train size and batch sizes (memo 003 §0), per-step
+records and ``summary.json``. The workflow's own files of a launch (the command line, the
+trainer's captured output) go beside the out_root, never into it. The sim trainer is a
+seeded model of training whose outcome depends on the settings, and it can plant the
+failure modes the memo ran into, so the audit and the invalid-run rules are exercised on
+the default path.
 """
 
 from __future__ import annotations
@@ -145,12 +148,19 @@ def run_sim(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str
     if planted == "before_fix":
         started = dt.datetime(2026, 5, 3, 12, 0, tzinfo=dt.UTC)
     atomic.write_json(out_root / "config.json", config)
-    lines = [f"[config] {k}={v}" for k, v in sorted(config.items())]
-    lines.append(f"[data] train={train_size} val={sizes['val']} test={sizes['test']}")
     sizes_epoch = batch_sizes(
         train_size, int(config["train.batch_size"]), int(config["train.accumulation"])
     )
-    lines.append(f"[batch] steps_per_epoch={len(sizes_epoch)} batch_sizes={sizes_epoch}")
+    # The head memo 003 §0 checks after a launch, then the whole config.
+    lines = [
+        f"[start] {started.isoformat()}",
+        f"[model] teacher={config.get('model.teacher')} student={config.get('model.student')} "
+        f"reasoning_effort={config.get('model.reasoning_effort')}",
+        f"[split] mode={config.get('env.split_mode')} dir={config.get('env.split_dir')}",
+        f"[data] train={train_size} val={sizes['val']} test={sizes['test']}",
+        f"[batch] steps_per_epoch={len(sizes_epoch)} batch_sizes={sizes_epoch}",
+    ]
+    lines += [f"[config] {k}={v}" for k, v in sorted(config.items())]
     for step, score in enumerate(outcome["trajectory"]):
         atomic.write_json(
             out_root / "steps" / f"step_{step + 1:04d}.json",
@@ -192,17 +202,24 @@ def trainer_command(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> 
     return args
 
 
+def launch_files(out_root: Path) -> tuple[Path, Path]:
+    """The workflow's own files of a command-trainer launch, beside the out_root: the
+    command line and the trainer's captured output."""
+    return out_root.parent / f"{out_root.name}.command.sh", out_root.parent / f"{out_root.name}.out"
+
+
 def run_command(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str, Any]:
     command = trainer_command(run, matrix, out_root)
-    atomic.write_text(out_root / "command.sh", shlex.join(command) + "\n")
+    command_file, output_file = launch_files(out_root)
+    atomic.write_text(command_file, shlex.join(command) + "\n")
     started = dt.datetime.now(dt.UTC)
-    with open(out_root / "train.log", "w") as log:
+    with open(output_file, "w") as output:
         done = subprocess.run(
-            command, cwd=matrix["trainer"]["root"], stdout=log, stderr=subprocess.STDOUT
+            command, cwd=matrix["trainer"]["root"], stdout=output, stderr=subprocess.STDOUT
         )
     if done.returncode != 0:
         raise SkillevalError(
-            f"trainer exited with {done.returncode} for {run.run_id}; see {out_root / 'train.log'}"
+            f"trainer exited with {done.returncode} for {run.run_id}; see {output_file}"
         )
     produced = out_root / "summary.json"
     if not produced.exists():
@@ -260,6 +277,12 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
             **run.as_json(),
             **result,
             "trainer": kind,
+            "simulated": {"simulated": True, "by": "the sim trainer"}
+            if kind == "sim"
+            else {
+                "simulated": False,
+                "by": f"{matrix['trainer']['script']} in {matrix['trainer']['root']}",
+            },
             "writers": writers,
             "plan_fingerprint": plan_fingerprint(run, matrix),
             "provenance": {**provenance(), **timing},

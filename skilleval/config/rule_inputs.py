@@ -244,6 +244,10 @@ class AblationInputs:
     def _runs_of(self, bench: str) -> list[PlannedRun]:
         return [run for run in self.ablation_runs.values() if run.benchmark == bench]
 
+    def all_summaries(self) -> list[str]:
+        """Every ablation run's summary (the paper's notice reads what built each)."""
+        return [run.summary_path for run in self.ablation_runs.values()]
+
     def run_summaries(self, bench: str) -> list[str]:
         return [run.summary_path for run in self._runs_of(bench)]
 

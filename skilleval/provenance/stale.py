@@ -172,6 +172,8 @@ def cells_of_output(output: str, plan: WorkflowPlan) -> list[str]:
     if parts[:2] in (("results", "contrasts"), ("results", "verdicts")):
         contrast = plan.contrasts.get(Path(output).stem)
         return [f"Table {contrast.table}, {contrast.name}"] if contrast else []
+    if output == paths.PAPER_NOTICE_TEXT:
+        return ["Title page, simulation notice"]
     if output == paths.VERDICT_FAMILY:
         return ["Table main and Table ranking, p_Holm of every causal verdict"]
     if parts[:2] in (("results", "gate"), ("results", "banks")):

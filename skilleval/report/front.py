@@ -51,9 +51,14 @@ CONTRAST_COLUMNS = {
 
 def compact_main_table(table_csv: str) -> str:
     """The main table's runs and contrasts (with any note), as two small HTML tables."""
+    import io
+
     import pandas as pd
 
-    frame = pd.read_csv(table_csv, keep_default_na=False, dtype=str)
+    # The CSV's header comment (its notice, report.writer) is not a row.
+    lines = Path(table_csv).read_text().splitlines(keepends=True)
+    body = "".join(line for line in lines if not line.startswith("# "))
+    frame = pd.read_csv(io.StringIO(body), keep_default_na=False, dtype=str)
     html_parts = []
     for section, title, columns in (
         ("run", "Runs", RUN_COLUMNS),

@@ -1,54 +1,110 @@
-"""What the paper says about simulated evidence, derived from the config.
+"""What the paper says about simulated evidence, derived from what answered.
 
-Parse-time code calls ``simulation_notice``, so this module imports nothing heavy.
+Each run's summary records what served it (``simulated``: the sim policy in process, the
+project's simulated world behind an OpenAI endpoint, or a real model server; each ablation
+run, which trainer built it). The title page's notice and each table's caption, CSV
+header comment and Markdown and HTML note are built from the summaries that table reads,
+never from a config label, so a build whose endpoint is ``skilleval serve-world`` says so.
+A summary that does not record it is named as unknown: no notice is a claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from skilleval.storage import atomic
 
+CAPTION = r" \emph{Simulated numbers (see the title page).}"
 
-def simulation_notice(config: Mapping[str, Any], trainer_kind: str) -> str:
-    """The sentences that say which numbers are simulated and which servers went
-    unchecked; empty when neither."""
-    parts = []
-    if config["backends"]["policy"] == "sim":
-        world = config["world"]
-        parts.append(
-            f"every evaluation number comes from the simulated shopping world ({world['kind']}, "
-            f"world seed {world['seed']}) and its scripted policy, so checkpoint names such as "
-            f"{next(iter(config['checkpoints'].values()))['checkpoint_id']} label simulated "
-            "checkpoints, not real models"
-        )
-    if trainer_kind == "sim":
-        parts.append("every ablation number comes from the simulated trainer")
-    trusted = sorted(
-        name
-        for name, protocol in config["protocols"].items()
-        if protocol["model_server"].get("identity", "verify") == "trust"
-    )
-    unchecked = (
-        f"Unchecked servers: the model server of protocol {', '.join(trusted)} was trusted "
-        "without an identity check (model_server.identity: trust), so nothing proves which "
-        "checkpoint and sampling it applied."
-        if trusted and config["backends"]["policy"] == "openai"
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+
+
+def _part(kind: str, records: Mapping[str, Any], what: str) -> tuple[str, str]:
+    """(simulated sentence, unknown sentence) for one kind of run."""
+    simulated = [n for n, r in records.items() if r and r.get("simulated") is True]
+    unknown = [n for n, r in records.items() if not r or r.get("simulated") is None]
+    said = ""
+    if simulated:
+        by = sorted({str(records[n]["by"]) for n in simulated})
+        every = len(simulated) == len(records)
+        whom = f"every {kind} number comes" if every else f"{kind} runs {_names(simulated)} come"
+        said = f"{whom} from {what} (what answered: {'; '.join(by)})"
+    missing = (
+        f"{kind} runs {_names(unknown)} do not record what served them, so whether they are "
+        "simulated is unknown (rebuild them)"
+        if unknown
         else ""
     )
-    simulated = "Simulated evidence: " + "; ".join(parts) + "." if parts else ""
-    return " ".join(text for text in (simulated, unchecked) if text)
+    return said, missing
 
 
-def write_notice(notice: str, output: str) -> None:
-    """The macros the paper's title page and captions use to say what is simulated."""
-    caption = r" \emph{Simulated numbers (see the title page).}" if notice else ""
+def evidence_notice(
+    evaluations: Mapping[str, Any], ablations: Mapping[str, Any], trusted: Sequence[str] = ()
+) -> str:
+    """The notice for evidence built from these runs: run name -> its summary's
+    ``simulated`` record (None when it has none)."""
+    evaluation, unknown_evaluation = _part(
+        "evaluation",
+        evaluations,
+        "the simulated shopping world and its scripted policy, so checkpoint names label "
+        "simulated checkpoints, not real models",
+    )
+    ablation, unknown_ablation = _part("ablation", ablations, "the simulated trainer")
+    parts = [p for p in (evaluation, ablation) if p]
+    unknown = [p for p in (unknown_evaluation, unknown_ablation) if p]
+    sentences = []
+    if parts:
+        sentences.append("Simulated evidence: " + "; ".join(parts) + ".")
+    if unknown:
+        sentences.append("Unknown: " + "; ".join(unknown) + ".")
+    if trusted:
+        sentences.append(
+            f"Unchecked servers: runs {_names(list(trusted))} were served by a model server "
+            "trusted without an identity check (model_server.identity: trust), so nothing "
+            "proves which checkpoint and sampling it applied."
+        )
+    return " ".join(sentences)
+
+
+def _read(path: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(Path(path).read_text())
+    return data
+
+
+def notice_of(run_summaries: Sequence[str] = (), ablation_summaries: Sequence[str] = ()) -> str:
+    """The notice of evidence read from these summary files."""
+    runs = {s["run"]: s for s in map(_read, run_summaries)}
+    ablations = {s["run_id"]: s for s in map(_read, ablation_summaries)}
+    trusted = [
+        n for n, s in runs.items() if s.get("service", {}).get("identity_check") == "trusted"
+    ]
+    return evidence_notice(
+        {n: s.get("simulated") for n, s in runs.items()},
+        {n: s.get("simulated") for n, s in ablations.items()},
+        trusted,
+    )
+
+
+def caption_of(notice: str) -> str:
+    """What a table's or figure's LaTeX caption adds for its evidence."""
+    return CAPTION if "Simulated evidence" in notice else ""
+
+
+def write_notice(notice: str, output: str, text_output: str | None = None) -> None:
+    """The macros the paper's title page and figure captions use to say what is
+    simulated; ``text_output`` keeps the plain sentence for the report's first view."""
     from skilleval.report.latex import latex_escape
 
     atomic.write_text(
         output,
         "% Generated by skilleval (rule paper_notice); do not edit by hand.\n"
         f"\\newcommand{{\\simulationnotice}}{{{latex_escape(notice)}}}\n"
-        f"\\newcommand{{\\simulatedcaption}}{{{caption}}}\n",
+        f"\\newcommand{{\\simulatedcaption}}{{{caption_of(notice)}}}\n",
     )
+    if text_output is not None:
+        atomic.write_text(text_output, notice + "\n")

@@ -15,6 +15,7 @@ from skilleval import paths
 from skilleval.analysis.family import holm_cell
 from skilleval.analysis.records import GateBeta, Verdict, VerdictFamily
 from skilleval.report.latex import environment, fmt_ci, latex_escape
+from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
 from skilleval.runs.records import RunSummary
 
@@ -142,6 +143,7 @@ def render_main_table(
     runs, contrasts = main_table_frames(summaries, verdicts, descriptions)
     family = VerdictFamily.read(family_path)
     contrasts = with_family(contrasts, "contrast", family)
+    notice = notice_of(list(summaries.values()))
     notes = Notes()
     # Runs of several splits or protocols in one table: each row says its own.
     mixed = any(runs[column].nunique() > 1 for column in ("split", "protocol", "prompt"))
@@ -176,6 +178,7 @@ def render_main_table(
             prompt=latex_escape(", ".join(runs["prompt"].unique())),
             confidence=_percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "",
             family=family_caption(family),
+            simulated=caption_of(notice),
             runs=run_cells,
             contrasts=contrast_cells,
             notes=notes.lines,
@@ -188,6 +191,7 @@ def render_main_table(
             Section("Runs", "run", runs, ".4f", markdown_drops=("valid",)),
             Section("Contrasts", "contrast", contrasts, "+.4f"),
         ],
+        notice,
     )
 
 
@@ -330,6 +334,7 @@ def render_ranking_table(
     contrasts = with_family(contrasts, "contrast", family)
     beta = GateBeta.read(beta_path)
     chunks = chunk_frame(beta)
+    notice = notice_of(summaries)
     notes = Notes()
     arm_cells = _arm_cells(arms, frame, notes)
     contrast_cells = _contrast_cells(contrasts, notes)
@@ -348,6 +353,7 @@ def render_ranking_table(
             free=latex_escape(first["free"]),
             confidence=_percent(first["confidence"]),
             family=family_caption(family),
+            simulated=caption_of(notice),
             arms=arm_cells,
             contrasts=contrast_cells,
             chunks=chunk_cells(chunks),
@@ -366,4 +372,5 @@ def render_ranking_table(
             Section("Pairwise contrasts", "contrast", contrasts, "+.4f"),
             Section("Chunk betas", "chunk", chunks, "+.4f"),
         ],
+        notice,
     )

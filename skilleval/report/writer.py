@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from html import escape
 
 import pandas as pd
 
@@ -24,8 +25,12 @@ class Section:
     markdown_drops: tuple[str, ...] = field(default=())
 
 
-def write_table_set(outputs: Mapping[str, str], tex: str, sections: Sequence[Section]) -> None:
-    """Write ``outputs['tex']``, ``['csv']``, ``['md']`` and ``['html']``."""
+def write_table_set(
+    outputs: Mapping[str, str], tex: str, sections: Sequence[Section], notice: str = ""
+) -> None:
+    """Write ``outputs['tex']``, ``['csv']``, ``['md']`` and ``['html']``; ``notice`` (what
+    of the table is simulated, report.notice) heads the CSV as a comment line and the
+    Markdown and HTML as a note (the LaTeX caption carries its own)."""
     atomic.write_text(outputs["tex"], tex)
     if len(sections) == 1:
         only = sections[0]
@@ -40,6 +45,10 @@ def write_table_set(outputs: Mapping[str, str], tex: str, sections: Sequence[Sec
             f"<h3>{s.title}</h3>" + s.frame.to_html(index=False, float_format=_formatter(s))
             for s in sections
         )
+    if notice:
+        csv = f"# {notice}\n{csv}"
+        md = f"> {notice}\n\n{md}"
+        html = f'<p class="notice">{escape(notice)}</p>{html}'
     atomic.write_text(outputs["csv"], csv)
     atomic.write_text(outputs["md"], md + "\n")
     atomic.write_text(outputs["html"], html)

@@ -146,11 +146,8 @@ def _evaluate(
             **_service(service_start, service_end),
             "identity_check": service.identity_check,
         },
-        "execution": {
-            "journal": str(journal.path),
-            "sessions": [session.as_json() for session in journal.writing_sessions()],
-            **journal.writer_check().as_json(),
-        },
+        "simulated": service.simulation(),
+        "execution": _writers(journal),
         "provenance": {**provenance(), "execution": _execution(stats, started)},
     }
     atomic.write_jsonl(results_path, records)
@@ -216,6 +213,16 @@ def _prompt_files(inputs: RunInputs) -> dict[str, str]:
     return {
         "system": Path(inputs.system_prompt_file).name,
         "skill_template": Path(inputs.skill_template_file).name,
+    }
+
+
+def _writers(journal: Journal) -> dict[str, Any]:
+    """The journal and who wrote it: its writing sessions and whether they were one at a
+    time (storage.writers)."""
+    return {
+        "journal": str(journal.path),
+        "sessions": [session.as_json() for session in journal.writing_sessions()],
+        **journal.writer_check().as_json(),
     }
 
 

@@ -33,7 +33,7 @@ from skilleval.errors import RunLockedError
 from skilleval.storage.atomic import disk_error
 from skilleval.storage.kept import KeptOutputs
 from skilleval.storage.records import FORMAT_VERSIONS, versioned
-from skilleval.storage.writers import UNRECORDED, Session, WriterCheck, check_writers
+from skilleval.storage.writers import UNRECORDED, Session, SessionLog, WriterCheck, check_writers
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,7 @@ class Journal:
         self._fd: int | None = None
         self.records: dict[RecordKey, dict[str, Any]] = {}
         self.sessions_path = self.dir / f"{fingerprint}.sessions"
+        self.session_log = SessionLog(self.sessions_path)
         self.session: Session | None = None
         # The writing session of every journal line, in the order the lines were written.
         self.append_order: list[str] = []
@@ -141,50 +142,17 @@ class Journal:
                 )
             )
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-        self.session = Session.begin()
-        self._log_session({"event": "start", **self.session.as_json()})
+        self.session = self.session_log.begin()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
             os.close(self._fd)
-        if self.session is not None:
-            end = dt.datetime.now(dt.UTC).isoformat()
-            self._log_session({"event": "end", "id": self.session.id, "end": end})
+        self.session_log.end()
         self._lock.release()
 
-    def _log_session(self, event: dict[str, Any]) -> None:
-        with open(self.sessions_path, "a") as handle:
-            handle.write(json.dumps(event, sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-
     def writing_sessions(self) -> list[Session]:
-        """Every session that opened this journal, with its end where it recorded one
-        (a killed session has none); the current one ends now."""
-        starts: dict[str, dict[str, Any]] = {}
-        ends: dict[str, str] = {}
-        if self.sessions_path.exists():
-            for line in self.sessions_path.read_text().splitlines():
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                if event["event"] == "start":
-                    starts[event["id"]] = event
-                else:
-                    ends[event["id"]] = event["end"]
-        now = dt.datetime.now(dt.UTC).isoformat()
-        current = self.session.id if self.session else None
-        return [
-            Session(
-                sid,
-                event["host"],
-                int(event["pid"]),
-                event["start"],
-                ends.get(sid, now if sid == current else None),
-            )
-            for sid, event in starts.items()
-        ]
+        return self.session_log.sessions()
 
     def writer_check(self) -> WriterCheck:
         return check_writers(self.writing_sessions(), self.append_order)
@@ -231,47 +199,59 @@ class Journal:
 
     def _archive_superseded(self) -> None:
         for old in sorted(self.dir.glob("*.jsonl")):
-            old_fp = old.stem
-            if old_fp == self.fingerprint:
-                continue
-            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-            target = archive_root(self.dir) / self.run / f"{old_fp}-{stamp}"
-            target.mkdir(parents=True)
-            old_meta_path = self.dir / f"{old_fp}.meta.json"
-            old_meta = json.loads(old_meta_path.read_text()) if old_meta_path.exists() else {}
-            changed = sorted(
-                k
-                for k in set(old_meta) | set(self.identity)
-                if k not in ("fingerprint", "format_version", "evidence_code")
-                and old_meta.get(k) != self.identity.get(k)
-            )
-            old_code = old_meta.get("evidence_code") or {}
-            changed_code = sorted(
-                f for f in set(old_code) | set(self.code) if old_code.get(f) != self.code.get(f)
-            )
-            shutil.move(str(old), target / old.name)
-            sessions = self.dir / f"{old_fp}.sessions"
-            for kept in (old_meta_path, sessions, self.dir / f"{old_fp}.complete"):
-                if kept.exists():
-                    shutil.move(str(kept), target / kept.name)
-            (target / "why.json").write_text(
-                json.dumps(
-                    versioned(
-                        "archive_note",
-                        {
-                            "reason": "fingerprint changed: the run's inputs or the code "
-                            "that computes its episodes differ, so its finished tasks "
-                            "cannot be reused",
-                            "old_fingerprint": old_fp,
-                            "new_fingerprint": self.fingerprint,
-                            "changed_inputs": changed,
-                            "changed_code": changed_code,
-                            "archived_at": stamp,
-                        },
-                    ),
-                    indent=1,
+            if old.stem != self.fingerprint:
+                archive_journal(
+                    self.dir, self.run, old.stem, self.fingerprint, self.identity, self.code
                 )
-            )
+
+
+def archive_journal(
+    directory: Path,
+    run: str,
+    old_fp: str,
+    fingerprint: str,
+    identity: Mapping[str, Any],
+    code: Mapping[str, str],
+) -> None:
+    """Move the journal of ``old_fp`` (and its meta, sessions and kept outputs) to the
+    archive, with a why.json naming the inputs and code files that changed."""
+    old = directory / f"{old_fp}.jsonl"
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = archive_root(directory) / run / f"{old_fp}-{stamp}"
+    target.mkdir(parents=True)
+    old_meta_path = directory / f"{old_fp}.meta.json"
+    old_meta = json.loads(old_meta_path.read_text()) if old_meta_path.exists() else {}
+    changed = sorted(
+        k
+        for k in set(old_meta) | set(identity)
+        if k not in ("fingerprint", "format_version", "evidence_code")
+        and old_meta.get(k) != identity.get(k)
+    )
+    old_code = old_meta.get("evidence_code") or {}
+    changed_code = sorted(f for f in set(old_code) | set(code) if old_code.get(f) != code.get(f))
+    shutil.move(str(old), target / old.name)
+    sessions = directory / f"{old_fp}.sessions"
+    for kept in (old_meta_path, sessions, directory / f"{old_fp}.complete"):
+        if kept.exists():
+            shutil.move(str(kept), target / kept.name)
+    (target / "why.json").write_text(
+        json.dumps(
+            versioned(
+                "archive_note",
+                {
+                    "reason": "fingerprint changed: the run's inputs or the code "
+                    "that computes its episodes differ, so its finished tasks "
+                    "cannot be reused",
+                    "old_fingerprint": old_fp,
+                    "new_fingerprint": fingerprint,
+                    "changed_inputs": changed,
+                    "changed_code": changed_code,
+                    "archived_at": stamp,
+                },
+            ),
+            indent=1,
+        )
+    )
 
 
 def archive_root(journal_run_dir: Path) -> Path:

@@ -74,6 +74,9 @@ class RunSummary(WithMetrics):
     stop_reasons: dict[str, int]
     task_errors: int
     service: dict[str, Any]
+    # What answered the run (Service.simulation); None in a summary written before it
+    # was recorded, which the notice names as unknown.
+    simulated: dict[str, Any] | None = None
     execution: dict[str, Any]
     provenance: dict[str, Any]
 

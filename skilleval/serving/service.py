@@ -25,6 +25,8 @@ IDENTITY_ENDPOINTS = {
     "current": ("/model_info", "/server_info"),
     "deprecated": ("/get_model_info", "/get_server_info"),
 }
+# What skilleval serve-world reports as its model's architecture (world/server.py).
+SIMULATED_ARCHITECTURE = "ShopSimPolicy"
 MODEL_INFO_KEYS = (
     "model_path",
     "served_model_name",
@@ -212,6 +214,29 @@ class Service:
             self.identity_check = "verified"
         self.checked = identity
         return identity
+
+    def simulation(self) -> dict[str, Any]:
+        """Whether what answered the run is simulated, from what it said it is: the sim
+        policy in process, or a server whose identity is the project's simulated world
+        (skilleval serve-world reports the ShopSimPolicy architecture and its own launch
+        line); unknown (None) when the server reported neither."""
+        if self.backend == "sim":
+            return {"simulated": True, "by": "the sim policy, in process"}
+        info = self.checked.get("model_info", {})
+        launch = str(self.checked.get("server", {}).get("launch_command") or "")
+        architectures = info.get("architectures") or []
+        if SIMULATED_ARCHITECTURE in architectures or launch.startswith("skilleval serve-world"):
+            return {
+                "simulated": True,
+                "by": f"the project's simulated world (skilleval serve-world) at {self.base_url}",
+            }
+        if not architectures and not launch:
+            return {
+                "simulated": None,
+                "by": f"the server at {self.base_url} reported neither its architecture nor "
+                "its launch command",
+            }
+        return {"simulated": False, "by": f"{info.get('model_path')} at {self.base_url}"}
 
     def served_model(self) -> str:
         """Model name to send: the first the server lists when the run started."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 import os
 import socket
 from collections.abc import Sequence
@@ -39,6 +40,55 @@ class Session:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class SessionLog:
+    """A journal's writing sessions, one JSON line per start and per end, appended and
+    fsynced: a killed session leaves its start and no end."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.current: Session | None = None
+
+    def begin(self) -> Session:
+        self.current = Session.begin()
+        self._append({"event": "start", **self.current.as_json()})
+        return self.current
+
+    def end(self) -> None:
+        if self.current is not None:
+            end = dt.datetime.now(dt.UTC).isoformat()
+            self._append({"event": "end", "id": self.current.id, "end": end})
+
+    def _append(self, event: dict[str, Any]) -> None:
+        with open(self.path, "a") as handle:
+            handle.write(json.dumps(event, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def sessions(self) -> list[Session]:
+        """Every session that opened the journal, with its end where it recorded one;
+        the current one ends now."""
+        starts: dict[str, dict[str, Any]] = {}
+        ends: dict[str, str] = {}
+        lines = self.path.read_text().splitlines() if self.path.exists() else []
+        for event in (json.loads(line) for line in lines if line.strip()):
+            if event["event"] == "start":
+                starts[event["id"]] = event
+            else:
+                ends[event["id"]] = event["end"]
+        now = dt.datetime.now(dt.UTC).isoformat()
+        current = self.current.id if self.current else None
+        return [
+            Session(
+                sid,
+                event["host"],
+                int(event["pid"]),
+                event["start"],
+                ends.get(sid, now if sid == current else None),
+            )
+            for sid, event in starts.items()
+        ]
 
 
 @dataclass(frozen=True)
@@ -102,6 +152,13 @@ def _ancestors(proc: Path) -> set[int]:
     return pids
 
 
+def _names_path(word: str, target: str) -> bool:
+    """``word`` is the path, a key=path argument, or a path inside it (not .../run-24 for
+    .../run-2)."""
+    value = word.split("=", 1)[1] if "=" in word else word
+    return value == target or value.startswith(target + "/")
+
+
 def processes_naming(path: Path, proc: Path = Path("/proc")) -> list[dict[str, Any]] | None:
     """Other live processes on this host whose command line names ``path`` (memo 003 §4's
     check by hand: another trainer writing the same out_root), this job's own ancestry
@@ -119,7 +176,7 @@ def processes_naming(path: Path, proc: Path = Path("/proc")) -> list[dict[str, A
         except OSError:
             continue
         words = [a.decode(errors="replace") for a in argv if a]
-        if any(target in word for word in words):
+        if any(_names_path(word, target) for word in words):
             found.append({"pid": int(entry.name), "argv": words})
     return found
 
