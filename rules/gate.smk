@@ -61,7 +61,7 @@ rule gate_beta:
         masked=PLAN.designs["design"].runs,
         # the Top/Bottom size whose membership the two fits are compared on
         k=config["ranking"]["k"],
-        archive=paths.GATE_ARCHIVE,
+        history=paths.GATE_HISTORY,
     script:
         "../scripts/gate_beta.py"
 

@@ -11,5 +11,5 @@ with logged(snakemake.log[0]):
         snakemake.input.bank,
         snakemake.params.k,
         snakemake.output.beta,
-        snakemake.params.archive,
+        snakemake.params.history,
     )

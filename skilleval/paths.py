@@ -33,7 +33,9 @@ GATE_RUN_SUMMARY = f"{GATE_RUN_DIR}/summary.json"
 GATE_BETA = f"{GATE_DIR}/beta.json"
 GATE_TRUTH_CHECK = f"{GATE_DIR}/truth_check.json"
 GATE_EXPERIMENT_B = f"{GATE_DIR}/experiment-b.json"
-GATE_ARCHIVE = f"{ARCHIVE_ROOT}/gate/{{gate}}"
+# Every gate result by content hash, so a rebuilt gate never loses the old one: the gate's
+# own bookkeeping, kept out of results/archive/, which holds only what was superseded.
+GATE_HISTORY = f"{RESULTS}/history/gate/{{gate}}"
 
 FROZEN_BANK = f"{RESULTS}/banks/{{gate}}/{{arm}}.json"
 

@@ -126,6 +126,9 @@ def stems(outputs: set[str]) -> set[str]:
 
 def test_a_built_graph_is_clean(built: Path) -> None:
     assert stale(built, "paper") == {}
+    # A first build supersedes nothing: its gate history is bookkeeping, not an archive.
+    assert not (built / "results" / "archive").exists()
+    assert list((built / "results" / "history" / "gate" / "draft16").glob("*/beta.json"))
 
 
 def test_comment_and_docstring_edits_change_nothing(built: Path) -> None:
@@ -169,9 +172,11 @@ def test_a_trainer_edit_makes_only_the_ablation_evidence_stale(built: Path) -> N
     with edited(module, lambda t: t + "\nTRAINER_NOTE = 1\n"):
         jobs = stale(built, "paper")
     jobs = with_sim_jobs_as_one(jobs)
-    # paper_notice: the title page reads what built every ablation run.
+    # paper_notice and report_front: the title page and the report's first view say what
+    # built every ablation run.
     assert set(jobs) == {
-        "ablation_runs", "ablation_table", "harness_table", "ablation_figure", "paper_notice"
+        "ablation_runs", "ablation_table", "harness_table", "ablation_figure", "paper_notice",
+        "report_front",
     }  # fmt: skip
     assert len(jobs["ablation_runs"]) == 2 * 216
 
@@ -269,7 +274,7 @@ def test_one_learning_rate_changes_the_identity_of_exactly_three_runs(built: Pat
     # and restore every run but these.
     three_jobs = {f"ablation_runs_{b}" for b in ("livemathematicianbench", "alfworld", "docvqa")}
     assert set(jobs) == three_jobs | {
-        "ablation_figure", "ablation_table", "harness_table", "paper_notice"
+        "ablation_figure", "ablation_table", "harness_table", "paper_notice", "report_front"
     }  # fmt: skip
     three = {f"LR-{b}-2" for b in ("livemathematicianbench", "alfworld", "docvqa")}
     assert (

@@ -121,7 +121,7 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
         frame,
         tex_rows,
         outputs,
-        [files[run_id][0] for run_id in frame["run_id"]],
+        [files[run_id][0] for run_id in frame.get("run_id", [])],
         rule="ablation_table",
         short_caption=f"Ablations on {latex_escape(bench)}",
         label=f"tab:ablation-{bench}",

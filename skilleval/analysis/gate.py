@@ -1,7 +1,7 @@
 """Gate A: masked-run observations and per-chunk signed effects.
 
-Each gate result is also kept under results/archive/gate/ by content hash, so a rebuilt
-gate never loses the old one.
+Each gate result is also kept under results/history/gate/ by content hash, so a rebuilt
+gate never loses the old one (results/archive/ holds only what was superseded).
 
 The per-task paired delta (masked run minus bare run, same task) is regressed on the
 0/1 mask matrix without an intercept (memo §2 C): a task with no chunk in its mask should
@@ -334,7 +334,7 @@ def build_beta(
     bank_path: str,
     k: int,
     output: str,
-    archive_dir: str,
+    history_dir: str,
 ) -> dict[str, Any]:
     design = read_record(design_path, "gate_design")
     bare = RunRecords.load(bare_dir)
@@ -350,7 +350,7 @@ def build_beta(
     result["provenance"] = provenance()
     record = GateBeta.create(**result)
     record.write(output)
-    history = Path(archive_dir) / record.content_sha256()[:16]
+    history = Path(history_dir) / record.content_sha256()[:16]
     history.mkdir(parents=True, exist_ok=True)
     shutil.copy(output, history / Path(output).name)
     return result
