@@ -271,7 +271,8 @@ def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
     summary = build_run(run, matrix, run.summary_path)
     out_root = Path(run.out_root)
     assert summary["delta"] == pytest.approx(0.05) and summary["trainer"] == "command"
-    assert summary["writers"]["single_writer"] is True
+    assert summary["single_writer"] is True
+    assert "no other live process" in summary["provenance"]["writers"]["single_writer_detail"]
     # The workflow's own launch files lie beside the out_root, never in it.
     command = (out_root.parent / f"{out_root.name}.command.sh").read_text()
     assert shlex.split(command)[1:] == trainer_command(run, matrix, out_root)[1:]

@@ -162,11 +162,11 @@ def test_two_writers_past_a_lost_lock_void_the_run_and_its_contrast(
     summary = evaluate(
         run_inputs(small_world), str(out / "results.jsonl"), str(out / "summary.json"), str(root)
     )
-    execution = summary["execution"]
-    assert execution["single_writer"] is False
-    assert "interleave" in execution["single_writer_detail"]
-    assert len(execution["sessions"]) == 3 and all(
-        {"host", "pid", "start", "end"} <= set(s) for s in execution["sessions"]
+    assert summary["execution"]["single_writer"] is False
+    writers = summary["provenance"]["writers"]  # hosts, pids and times: provenance
+    assert "interleave" in writers["single_writer_detail"]
+    assert len(writers["sessions"]) == 3 and all(
+        {"host", "pid", "start", "end"} <= set(s) for s in writers["sessions"]
     )
     contrast = build_contrast(
         "s0-gain",
@@ -200,7 +200,7 @@ def test_a_killed_and_resumed_run_has_two_sessions_one_after_the_other(
     summary = evaluate(
         run_inputs(small_world), str(out / "results.jsonl"), str(out / "summary.json"), str(root)
     )
-    sessions = summary["execution"]["sessions"]
+    sessions = summary["provenance"]["writers"]["sessions"]
     assert len(sessions) == 2 and sessions[0]["end"] is None and sessions[1]["end"]
     assert summary["execution"]["single_writer"] is True
     assert summary["provenance"]["execution"]["reused_from_journal"] == 5

@@ -187,8 +187,7 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     rate = re.findall(rules["rate_limit_pattern"], files.log)
     crash = re.findall(rules["crash_pattern"], files.log)
     started, started_source = files.started()
-    recorded = summary.get("writers")
-    writers: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    writers: dict[str, Any] = summary.get("provenance", {}).get("writers") or {}
     late = [
         f["name"]
         for f in rules["fixes"]
@@ -217,7 +216,7 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
         Check("no_crash", not crash, f"found {crash[:3]}" if crash else "no Traceback/OOM/Killed"),
         Check(
             "single_writer",
-            writers.get("single_writer") is True,
+            summary.get("single_writer") is True,
             str(writers.get("single_writer_detail") or "no record of other writers"),
         ),
         Check(

@@ -31,7 +31,7 @@ class AblationSummary(Record):
     trainer: str
     # Which trainer built the run, for the simulation notice; None before it was recorded.
     simulated: dict[str, Any] | None = None
-    writers: dict[str, Any]
+    single_writer: bool
     plan_fingerprint: str
     provenance: dict[str, Any]
 

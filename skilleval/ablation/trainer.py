@@ -279,13 +279,11 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
             "trainer": kind,
             "simulated": {"simulated": True, "by": "the sim trainer"}
             if kind == "sim"
-            else {
-                "simulated": False,
-                "by": f"{matrix['trainer']['script']} in {matrix['trainer']['root']}",
-            },
-            "writers": writers,
+            else {"simulated": False, "by": f"the trainer command {matrix['trainer']['script']}"},
+            "single_writer": writers["single_writer"],
             "plan_fingerprint": plan_fingerprint(run, matrix),
-            "provenance": {**provenance(), **timing},
+            # What the job saw of other writers (hosts, pids): provenance, like its timing.
+            "provenance": {**provenance(), **timing, "writers": writers},
         }
         AblationSummary.create(**summary).write(summary_path)
         return summary

@@ -51,7 +51,8 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
     """Checks of one arm: coverage, an unchanged service, one writer."""
     coverage, expected = run.summary.coverage, run.summary.n_records
     service = run.summary.service
-    execution = run.summary.execution
+    single_writer = run.summary.execution.get("single_writer")
+    writers = run.summary.provenance.get("writers") or {}
     checks = [
         Check(
             f"coverage_{role}",
@@ -66,10 +67,10 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
         ),
         Check(
             f"single_writer_{role}",
-            execution.get("single_writer") is True,
+            single_writer is True,
             f"{run.name}: "
             + str(
-                execution.get("single_writer_detail")
+                writers.get("single_writer_detail")
                 or "no record of its writing sessions (a summary written before they were "
                 "recorded): rebuild the run"
             ),

@@ -147,8 +147,7 @@ def _evaluate(
             "identity_check": service.identity_check,
         },
         "simulated": service.simulation(),
-        "execution": _writers(journal),
-        "provenance": {**provenance(), "execution": _execution(stats, started)},
+        **_written(journal, stats, started),
     }
     atomic.write_jsonl(results_path, records)
     record = RunSummary.create(**summary)
@@ -216,13 +215,21 @@ def _prompt_files(inputs: RunInputs) -> dict[str, str]:
     }
 
 
-def _writers(journal: Journal) -> dict[str, Any]:
-    """The journal and who wrote it: its writing sessions and whether they were one at a
-    time (storage.writers)."""
+def _written(journal: Journal, stats: RunStats, started: float) -> dict[str, Any]:
+    """How the run was written: whether by one writer at a time (storage.writers), and as
+    provenance (hosts, pids and times differ build to build) its writing sessions and how
+    the build went."""
+    check = journal.writer_check()
     return {
-        "journal": str(journal.path),
-        "sessions": [session.as_json() for session in journal.writing_sessions()],
-        **journal.writer_check().as_json(),
+        "execution": {"journal": str(journal.path), "single_writer": check.single_writer},
+        "provenance": {
+            **provenance(),
+            "execution": _execution(stats, started),
+            "writers": {
+                "sessions": [session.as_json() for session in journal.writing_sessions()],
+                **check.as_json(),
+            },
+        },
     }
 
 

@@ -228,15 +228,14 @@ class Service:
         if SIMULATED_ARCHITECTURE in architectures or launch.startswith("skilleval serve-world"):
             return {
                 "simulated": True,
-                "by": f"the project's simulated world (skilleval serve-world) at {self.base_url}",
+                "by": "the project's simulated world (skilleval serve-world)",
             }
         if not architectures and not launch:
             return {
                 "simulated": None,
-                "by": f"the server at {self.base_url} reported neither its architecture nor "
-                "its launch command",
+                "by": "the server reported neither its architecture nor its launch command",
             }
-        return {"simulated": False, "by": f"{info.get('model_path')} at {self.base_url}"}
+        return {"simulated": False, "by": f"a model server serving {info.get('model_path')}"}
 
     def served_model(self) -> str:
         """Model name to send: the first the server lists when the run started."""
