@@ -284,7 +284,7 @@ def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
     failing = {n: c["detail"] for n, c in checks.items() if not c["passed"]}
     assert failing == {}
     assert "train.log line 4" in checks["batch_logic"]["detail"]
-    assert "2026-06-01" in checks["started_after_fixes"]["detail"]
+    assert "train.log line 1" in checks["started_after_fixes"]["detail"]
     # The same run, but the trainer's config drifted from the default in a key the run
     # does not declare.
     monkeypatch.setenv("STAND_IN_DRIFT", "optimizer.use_meta_reflect")

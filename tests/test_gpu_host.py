@@ -132,8 +132,11 @@ def assert_notice_follows_what_answered(workdir: Path) -> None:
     assert notice.startswith("Simulated evidence: every evaluation number comes from")
     assert "skilleval serve-world" in notice and "every ablation number" in notice
     assert "Simulated evidence" in (workdir / "paper" / "tables" / "notice.tex").read_text()
-    for table in ("main", "ranking", "harness", "ablation_searchqa"):
-        tables = workdir / "paper" / "tables"
+    tables = workdir / "paper" / "tables"
+    # The ablation tables that show runs (the test's small matrix leaves some empty).
+    ablation = [t.stem for t in tables.glob("ablation_*.csv") if t.read_text().count("\n") > 2]
+    assert ablation
+    for table in ("main", "ranking", "harness", *ablation):
         assert "Simulated numbers" in (tables / f"{table}.tex").read_text(), table
         assert (tables / f"{table}.csv").read_text().startswith("# Simulated evidence"), table
         assert (tables / f"{table}.md").read_text().startswith("> Simulated evidence"), table

@@ -188,6 +188,8 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     crash = re.findall(rules["crash_pattern"], files.log)
     started, started_source = files.started()
     writers: dict[str, Any] = summary.get("provenance", {}).get("writers") or {}
+    root = config.get("env.out_root")
+    same_root = root is not None and Path(str(root)).resolve() == Path(run.out_root).resolve()
     late = [
         f["name"]
         for f in rules["fixes"]
@@ -196,9 +198,11 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     return [
         Check(
             "unique_out_root",
-            config.get("env.out_root") is not None
-            and Path(str(config["env.out_root"])).resolve() == Path(run.out_root).resolve(),
-            f"out_root {config.get('env.out_root')} (the run's: {Path(run.out_root).resolve()})",
+            same_root,
+            f"env.out_root is the run's own ({run.out_root})"
+            if same_root
+            else f"env.out_root {config.get('env.out_root')}, not the run's "
+            f"{Path(run.out_root).resolve()}",
         ),
         Check(
             "empty_responses",
@@ -217,14 +221,16 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
         Check(
             "single_writer",
             summary.get("single_writer") is True,
-            str(writers.get("single_writer_detail") or "no record of other writers"),
+            "no other live process named the out_root when the job started"
+            if summary.get("single_writer") is True
+            else str(writers.get("single_writer_detail") or "no record of other writers"),
         ),
         Check(
             "started_after_fixes",
             not late,
             f"started {started.isoformat()} (from {started_source}) before fix(es) {late}"
             if late
-            else f"started {started.isoformat()} (from {started_source}), after all fixes",
+            else f"started after all fixes (start from {started_source})",
         ),
     ]
 
