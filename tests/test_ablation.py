@@ -259,14 +259,21 @@ def stand_in_checkout(root: Path, matrix: dict[str, Any], bench: str) -> None:
     (split / "train.jsonl").write_text("{}\n" * train)
 
 
-def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def command_trainer(tmp_path: Path, bench: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The matrix with the command trainer pointed at a stand-in checkout, run from
+    ``tmp_path`` (where the runs' relative out_roots land)."""
     checkout = tmp_path / "trainer"
     matrix = copy.deepcopy(MATRIX)
     matrix["trainer"].update(kind="command", python=sys.executable, root=str(checkout))
-    stand_in_checkout(checkout, matrix, "docvqa")
+    stand_in_checkout(checkout, matrix, bench)
     monkeypatch.chdir(tmp_path)
+    return matrix
+
+
+def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
     run = runs_by_id(matrix)["LR-docvqa-8"]
     summary = build_run(run, matrix, run.summary_path)
     out_root = Path(run.out_root)
@@ -299,11 +306,7 @@ def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
 def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checkout = tmp_path / "trainer"
-    matrix = copy.deepcopy(MATRIX)
-    matrix["trainer"].update(kind="command", python=sys.executable, root=str(checkout))
-    stand_in_checkout(checkout, matrix, "livemathematicianbench")
-    monkeypatch.chdir(tmp_path)
+    matrix = command_trainer(tmp_path, "livemathematicianbench", monkeypatch)
     fix = next(
         f for f in matrix["invalid_rules"]["fixes"] if "livemathematicianbench" in f["benchmarks"]
     )
