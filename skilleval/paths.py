@@ -41,9 +41,9 @@ FROZEN_BANK = f"{RESULTS}/banks/{{gate}}/{{arm}}.json"
 
 CONTRAST = f"{RESULTS}/contrasts/{{contrast}}.json"
 VERDICT = f"{RESULTS}/verdicts/{{contrast}}.json"
-# The paper's causal verdicts as one family (Holm); outside verdicts/, whose every file
-# is one contrast's.
-VERDICT_FAMILY = f"{RESULTS}/paper/verdict_family.json"
+# The causal verdicts of one paper table (main, ranking) as one family (Holm); outside
+# verdicts/, whose every file is one contrast's.
+VERDICT_FAMILY = f"{RESULTS}/paper/verdict_family_{{table}}.json"
 
 CHECKPOINT_AUDIT = f"{RESULTS}/audit/checkpoints/{{ckid}}.json"
 WEIGHT_DIFF = f"{RESULTS}/audit/weights/base-vs-final.json"

@@ -63,10 +63,8 @@ def test_changing_st_bank_makes_only_st_dependents_stale(built: Path) -> None:
     stale_contrasts = {Path(o).stem for o in jobs["contrast"]}
     assert stale_contrasts == {"internalisation-gap", "upper-bound", "final-vs-initial"}
     assert "world_tasks" not in jobs and "world_checkpoint" not in jobs
-    assert "gate_masked_run" not in jobs and "freeze_bank" not in jobs
-    # The ranking table is planned only for its p_Holm column: the main contrasts are in
-    # the family of verdicts it adjusts over.
-    assert "paper_verdict_family" in jobs
+    assert "gate_masked_run" not in jobs and "paper_ranking_table" not in jobs
+    assert jobs["paper_verdict_family"] == {"results/paper/verdict_family_main.json"}
 
 
 def test_changing_one_draft_chunk_makes_ranking_stale_not_main_table(built: Path) -> None:
@@ -82,10 +80,8 @@ def test_changing_one_draft_chunk_makes_ranking_stale_not_main_table(built: Path
     assert len(jobs["gate_masked_run"]) == 2 * 12
     stale_runs = {Path(o).parent.name for o in jobs["eval_run"]}
     assert stale_runs == {"rank-top-4", "rank-bottom-4", "rank-random-4-20260907"}
-    # The main table is planned only for its p_Holm column (the family holds the ranking
-    # contrasts too); its runs and contrasts are not.
-    assert "paper_forest_plot" not in jobs and "paper_verdict_family" in jobs
-    assert not {Path(o).stem for o in jobs["contrast"]} & set(CONTRASTS)
+    assert "paper_main_table" not in jobs and "paper_forest_plot" not in jobs
+    assert jobs["paper_verdict_family"] == {"results/paper/verdict_family_ranking.json"}
     assert all(Path(o).stem.startswith("rank-") for o in jobs["contrast"])
 
 
@@ -250,21 +246,21 @@ def test_the_holm_column_is_recomputed_from_the_verdicts(built: Path) -> None:
     verdicts = {
         p.stem: json.loads(p.read_text()) for p in (built / "results" / "verdicts").glob("*.json")
     }
-    family = json.loads((built / "results" / "paper" / "verdict_family.json").read_text())
-    members = {m["name"]: m for m in family["members"]}
-    # The family: every causal contrast the main and ranking tables show, and no other.
-    shown = [*CONTRASTS, "rank-top-vs-free", "rank-random-vs-free", "rank-bottom-vs-free"]
-    shown += ["rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom"]
-    causal = {n for n in shown if verdicts[n]["verdict"] not in ("descriptive", "invalid")}
-    assert set(members) == causal and "final-vs-initial" not in members
-    expected = holm_by_hand({n: verdicts[n]["p_value"] for n in causal})
-    for name, member in members.items():
-        assert member["p_holm"] == pytest.approx(expected[name], abs=1e-12)
+    ranking = ["rank-top-vs-free", "rank-random-vs-free", "rank-bottom-vs-free"]
+    ranking += ["rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom"]
+    for table, shown in (("main", CONTRASTS), ("ranking", ranking)):
+        path = built / "results" / "paper" / f"verdict_family_{table}.json"
+        members = {m["name"]: m for m in json.loads(path.read_text())["members"]}
+        # The family: every causal contrast the table shows, and no other.
+        causal = {n for n in shown if verdicts[n]["verdict"] not in ("descriptive", "invalid")}
+        assert set(members) == causal and "final-vs-initial" not in members
+        expected = holm_by_hand({n: verdicts[n]["p_value"] for n in causal})
+        for name, member in members.items():
+            assert member["p_holm"] == pytest.approx(expected[name], abs=1e-12)
+        assert r"p_\mathrm{Holm}" in (built / "paper" / "tables" / f"{table}.tex").read_text()
     main = (built / "paper" / "tables" / "main.csv").read_text().splitlines()
     header = main[1].split(",")  # under the notice's comment line
     assert "p_holm" in header
-    assert r"p_\mathrm{Holm}" in (built / "paper" / "tables" / "main.tex").read_text()
-    assert r"p_\mathrm{Holm}" in (built / "paper" / "tables" / "ranking.tex").read_text()
 
 
 def test_the_gate_keeps_the_intercept_fit_beside_the_memo_s(built: Path) -> None:

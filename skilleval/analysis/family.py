@@ -1,7 +1,7 @@
-"""The paper's causal verdicts as one family of tests: Holm-adjusted p-values.
+"""The causal verdicts of one paper table as one family of tests: Holm-adjusted p-values.
 
-Each contrast keeps its own 95% interval and verdict (memo §2). About nine causal
-verdicts at 5% each would, together, call some effect by chance far more often than 5%;
+Each contrast keeps its own 95% interval and verdict (memo §2). Several causal verdicts
+at 5% each would, together, call some effect by chance far more often than 5%;
 Holm's step-down adjustment (statsmodels' ``multipletests``) bounds the family-wise
 error at the stated level without assuming the tests independent, which they are not
 (the arms share runs). Members are the causal contrasts that have a p-value; invalid and
@@ -58,7 +58,7 @@ def verdict_family(verdicts: Mapping[str, Verdict], level: float) -> dict[str, A
             for name, verdict in members.items()
         ],
         "excluded": excluded,
-        "note": f"{len(members)} causal verdicts in one family; p: two-sided paired "
+        "note": f"{len(members)} causal verdicts of one table in one family; p: two-sided paired "
         f"bootstrap p-value of each contrast; p_holm: Holm-adjusted, so a verdict whose "
         f"p_holm < {level:g} holds at family-wise error {level:.0%}",
     }

@@ -174,8 +174,9 @@ def cells_of_output(output: str, plan: WorkflowPlan) -> list[str]:
         return [f"Table {contrast.table}, {contrast.name}"] if contrast else []
     if output == paths.PAPER_NOTICE_TEXT:
         return ["Title page, simulation notice"]
-    if output == paths.VERDICT_FAMILY:
-        return ["Table main and Table ranking, p_Holm of every causal verdict"]
+    if parts[:2] == ("results", "paper") and Path(output).stem.startswith("verdict_family_"):
+        table = Path(output).stem.removeprefix("verdict_family_")
+        return [f"Table {table}, p_Holm of every causal verdict"]
     if parts[:2] in (("results", "gate"), ("results", "banks")):
         return ["Table ranking, every arm (gate betas)"]
     if parts[:2] == ("results", "ablation") and len(parts) > 3 and parts[2] != "splits":

@@ -107,9 +107,9 @@ def family_caption(family: VerdictFamily) -> str:
     level = family.family_wise_level
     return (
         r" $p_\mathrm{Holm}$: the contrast's two-sided bootstrap p-value, Holm-adjusted over "
-        rf"the {len(family.members)} causal verdicts of Tables~\ref{{tab:main}} and "
-        rf"\ref{{tab:ranking}}; a verdict with $p_\mathrm{{Holm}} < {level:g}$ holds at "
-        rf"family-wise error {level:.0%}".replace("%", r"\%")
+        rf"the {len(family.members)} causal verdicts of this table; a verdict with "
+        rf"$p_\mathrm{{Holm}} < {level:g}$ holds at family-wise error "
+        rf"{level:.0%}".replace("%", r"\%")
         + " (-- for a contrast outside the family)."
     )
 
