@@ -62,6 +62,7 @@ localrules:
     ablation_figure,
     benchmark_legend,
     paper_notice,
+    paper_verdict_family,
     paper_ablation_section,
     paper_main_table,
     paper_forest_plot,
