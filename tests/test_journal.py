@@ -222,22 +222,29 @@ def test_the_writer_check_fails_on_lines_of_no_session_and_on_overlapping_spans(
 def test_a_trainer_job_sees_another_live_process_naming_its_out_root(tmp_path: Path) -> None:
     import subprocess
     import sys
+    import time
 
     from skilleval.storage.writers import out_root_writers
 
     out_root = tmp_path / "LR-docvqa-2"
     out_root.mkdir()
-    assert out_root_writers(out_root)["single_writer"] is True
+    alone = out_root_writers(out_root)
+    assert alone["single_writer"] is True, alone
     sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
     neighbour = subprocess.Popen([*sleeper, f"env.out_root={tmp_path / 'LR-docvqa-24'}"])
     other = subprocess.Popen([*sleeper, f"env.out_root={out_root.resolve()}"])
     try:
-        seen = out_root_writers(out_root)
+        # Looked for until the process shows (at most 5 s), so a slow start cannot fail it.
+        for _ in range(50):
+            seen = out_root_writers(out_root)
+            if not seen["single_writer"]:
+                break
+            time.sleep(0.1)
     finally:
         for process in (neighbour, other):
             process.kill()
             process.wait()
-    assert seen["single_writer"] is False
+    assert seen["single_writer"] is False, seen
     pids = {o["pid"] for o in seen["others"]}
-    assert other.pid in pids and neighbour.pid not in pids  # not the run-24 neighbour
+    assert other.pid in pids and neighbour.pid not in pids, seen  # not the run-24 neighbour
     assert str(other.pid) in seen["single_writer_detail"]
