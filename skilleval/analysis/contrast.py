@@ -68,7 +68,10 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
         Check(
             f"single_writer_{role}",
             single_writer is True,
-            f"{run.name}: "
+            # How many sessions wrote it is provenance: a resumed run has more.
+            f"{run.name}: one writer at a time (sessions in its provenance.writers)"
+            if single_writer is True
+            else f"{run.name}: "
             + str(
                 writers.get("single_writer_detail")
                 or "no record of its writing sessions (a summary written before they were "
