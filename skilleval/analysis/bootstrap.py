@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import scipy.stats
 
 from skilleval.analysis.rng import rng_record
 from skilleval.errors import ComparisonError
@@ -149,6 +148,8 @@ def paired_bootstrap(
             distribution[start:stop] = deltas[idx].mean(axis=1)
         low, high = np.quantile(distribution, [alpha / 2, 1 - alpha / 2])
     elif method == "BCa":
+        import scipy.stats  # lazy: 1.7 s of import that a percentile contrast does not need
+
         res = scipy.stats.bootstrap(
             (deltas,),
             np.mean,
