@@ -3,21 +3,24 @@
 # would start Snakemake itself once per job.
 
 
-rule ablation_split:
+# Every ratio split in one job: each is milliseconds of work after a second of start-up.
+rule ablation_splits:
     output:
-        split=paths.ABLATION_SPLIT,
+        splits=expand(
+            paths.ABLATION_SPLIT,
+            bench=ABLATION_INPUTS.split_pools,
+            ratio=SPLIT_RATIOS,
+        ),
     log:
-        f"{paths.LOGS}/ablation/split-{{bench}}-{{ratio}}.log",
-    wildcard_constraints:
-        ratio="1shot|1-1-8|2-1-7|4-1-5",
+        f"{paths.LOGS}/ablation/splits.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=code(modules=["skilleval.ablation.splits"]),
-        pool=ABLATION_INPUTS.split_pool,
-    shell:
-        "skilleval ablation split {wildcards.bench} {wildcards.ratio} --pool {params.pool}"
-        " --output {output.split} > {log} 2>&1"
+        code=code("ablation_splits.py"),
+        pools=ABLATION_INPUTS.split_pools,
+        ratios=SPLIT_RATIOS,
+    script:
+        "../scripts/ablation_splits.py"
 
 
 if ABLATION_INPUTS.in_one_job:
@@ -126,38 +129,30 @@ rule harness_table:
         "../scripts/harness_table.py"
 
 
-rule ablation_figure:
+# Every ablation figure and their shared legend in one job: matplotlib's import is most of
+# a figure's cost, so one job per group paid it ten times over for a millisecond's drawing.
+rule ablation_figures:
     input:
-        runs=ABLATION_INPUTS.ablation_figure_files,
+        runs=ABLATION_INPUTS.ablation_figure_files(ABLATION_GROUPS),
         matrix=ancient(config["ablation"]["matrix"]),
     output:
-        pdf=paths.figure("ablation_{group}", "pdf"),
-        png=report(
-            paths.figure("ablation_{group}", "png"),
-            caption="../report/ablation_figure.rst",
-            category="Ablations",
-        ),
+        pdfs=expand(paths.figure("ablation_{group}", "pdf"), group=ABLATION_GROUPS),
+        pngs=[
+            report(
+                paths.figure(f"ablation_{group}", "png"),
+                caption="../report/ablation_figure.rst",
+                category="Ablations",
+            )
+            for group in ABLATION_GROUPS
+        ],
+        legend=paths.figure("benchmark_legend", "pdf"),
     log:
-        f"{paths.LOGS}/paper/ablation_figure_{{group}}.log",
+        f"{paths.LOGS}/paper/ablation_figures.log",
     conda:
         "../envs/skilleval.yaml"
     params:
-        code=code("ablation_figure.py"),
-        group=ABLATION_INPUTS.ablation_group,
+        code=code("ablation_figures.py"),
+        groups=ABLATION_GROUPS,
+        drawn=ABLATION_INPUTS.ablation_groups(ABLATION_GROUPS),
     script:
-        "../scripts/ablation_figure.py"
-
-
-rule benchmark_legend:
-    input:
-        matrix=ancient(config["ablation"]["matrix"]),
-    output:
-        pdf=paths.figure("benchmark_legend", "pdf"),
-    log:
-        f"{paths.LOGS}/paper/benchmark_legend.log",
-    conda:
-        "../envs/skilleval.yaml"
-    params:
-        code=code("benchmark_legend.py"),
-    script:
-        "../scripts/benchmark_legend.py"
+        "../scripts/ablation_figures.py"

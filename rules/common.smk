@@ -3,6 +3,7 @@ from pathlib import Path
 
 from skilleval import paths
 from skilleval.ablation.plan import load_matrix
+from skilleval.ablation.splits import RATIOS
 from skilleval.config.checks import check_input_files, validate_config
 from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
 from skilleval.config.rule_inputs import (
@@ -79,6 +80,9 @@ try:
     )
 except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
+# The groups the paper draws: a group of one value has no line to draw.
+ABLATION_GROUPS = [g for g, spec in MATRIX["groups"].items() if len(spec["values"]) > 1]
+SPLIT_RATIOS = list(RATIOS)
 
 
 wildcard_constraints:

@@ -9,12 +9,6 @@ TABLE_CONTRASTS = {
     "main": MAIN_CONTRASTS,
     "ranking": [*PLAN.ranking_vs_free(), *RANKING_PAIRWISE],
 }
-ABLATION_GROUPS = [g for g, spec in MATRIX["groups"].items() if len(spec["values"]) > 1]
-RATIO_SPLITS = expand(
-    paths.ABLATION_SPLIT,
-    bench=[b for b, spec in MATRIX["benchmarks"].items() if spec["pool"]],
-    ratio=["1shot", "1-1-8", "2-1-7", "4-1-5"],
-)
 
 
 # What of the paper is simulated, read from every summary it shows (what answered each
@@ -217,10 +211,9 @@ rule paper:
             + ["harness"],
             ext=paths.TABLE_FORMATS,
         ),
-        expand(paths.figure("ablation_{group}", "png"), group=ABLATION_GROUPS),
-        rules.benchmark_legend.output,
+        rules.ablation_figures.output,
         rules.paper_ablation_section.output,
-        RATIO_SPLITS,
+        rules.ablation_splits.output,
         rules.audit_weight_diff.output,
 
 

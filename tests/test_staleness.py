@@ -175,7 +175,7 @@ def test_a_trainer_edit_makes_only_the_ablation_evidence_stale(built: Path) -> N
     # paper_notice and report_front: the title page and the report's first view say what
     # built every ablation run.
     assert set(jobs) == {
-        "ablation_runs", "ablation_table", "harness_table", "ablation_figure", "paper_notice",
+        "ablation_runs", "ablation_table", "harness_table", "ablation_figures", "paper_notice",
         "report_front",
     }  # fmt: skip
     assert len(jobs["ablation_runs"]) == 2 * 216
@@ -274,7 +274,7 @@ def test_one_learning_rate_changes_the_identity_of_exactly_three_runs(built: Pat
     # and restore every run but these.
     three_jobs = {f"ablation_runs_{b}" for b in ("livemathematicianbench", "alfworld", "docvqa")}
     assert set(jobs) == three_jobs | {
-        "ablation_figure", "ablation_table", "harness_table", "paper_notice", "report_front"
+        "ablation_figures", "ablation_table", "harness_table", "paper_notice", "report_front"
     }  # fmt: skip
     three = {f"LR-{b}-2" for b in ("livemathematicianbench", "alfworld", "docvqa")}
     assert (

@@ -9,12 +9,17 @@ Rounding is half-up. Items are shuffled with numpy seed 42 before slicing.
 
 from __future__ import annotations
 
+import itertools
+import logging
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from skilleval.storage.records import write_record
+
+log = logging.getLogger(__name__)
 
 RATIOS = ("1shot", "1-1-8", "2-1-7", "4-1-5")
 
@@ -56,3 +61,11 @@ def write_split(bench: str, pool: int, ratio: str, output: str) -> dict[str, Any
     }
     write_record(output, "ablation_split", result)
     return result
+
+
+def write_splits(pools: Mapping[str, int], ratios: Sequence[str], outputs: Sequence[str]) -> None:
+    """Every benchmark's split at every ratio; ``outputs`` in benchmark-major order."""
+    combos = list(itertools.product(pools, ratios))
+    for (bench, ratio), output in zip(combos, outputs, strict=True):
+        write_split(bench, pools[bench], ratio, output)
+        log.info("split %s %s: %s", bench, ratio, output)

@@ -213,11 +213,27 @@ PANEL_INCHES = (1.6, 1.6)  # a quarter of the paper's 6.5 in text width: 7 pt te
 PANEL_FONTS: Any = {**PAPER_FONTS, "font.size": 7, "axes.labelsize": 7, "axes.titlesize": 7.5}
 
 
-def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> None:
+def ablation_figures(
+    matrix_path: str, groups: Sequence[str], pdfs: Sequence[str], pngs: Sequence[str], legend: str
+) -> None:
+    """Every group's panel (``pdfs``/``pngs`` in the order of ``groups``) and their legend."""
+    matrix, planned, files = planned_runs(matrix_path)
+    for group, pdf, png in zip(groups, pdfs, pngs, strict=True):
+        group_figure(group, matrix, planned, files, pdf, png)
+    benchmark_legend(matrix, legend)
+
+
+def group_figure(
+    group: str,
+    matrix: dict[str, Any],
+    planned: dict[str, PlannedRun],
+    files: dict[str, tuple[str, str]],
+    out_pdf: str,
+    out_png: str,
+) -> None:
     """One titled panel per group, drawn at its printed size. The paper's PDF panel has no
     legend (the figure shares one, see benchmark_legend); the report's PNG stands alone, so
     it carries its legend below the axes."""
-    matrix, planned, files = planned_runs(matrix_path)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -253,7 +269,7 @@ def group_figure(group: str, matrix_path: str, out_pdf: str, out_png: str) -> No
         plt.close(fig)
 
 
-def benchmark_legend(matrix_path: str, out_pdf: str) -> None:
+def benchmark_legend(matrix: dict[str, Any], out_pdf: str) -> None:
     """The ablation figure's one legend: every benchmark in its shared colour, in a strip as
     wide as the text."""
     import matplotlib
@@ -262,7 +278,7 @@ def benchmark_legend(matrix_path: str, out_pdf: str) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    colours = benchmark_colours(load_matrix(matrix_path))
+    colours = benchmark_colours(matrix)
     handles = [Line2D([], [], color=c, marker="o", ms=3, label=b) for b, c in colours.items()]
     with plt.rc_context(PANEL_FONTS):
         columns = min(len(handles), 5)

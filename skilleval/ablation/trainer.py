@@ -130,6 +130,11 @@ PLANTED_LOG = {
 }
 
 
+def write_trainer_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
 def run_sim(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str, Any]:
     config = effective_config(run, matrix)
     planted = matrix["trainer"]["plant"].get(run.run_id)
@@ -147,7 +152,9 @@ def run_sim(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str
     started = dt.datetime.now(dt.UTC)
     if planted == "before_fix":
         started = dt.datetime(2026, 5, 3, 12, 0, tzinfo=dt.UTC)
-    atomic.write_json(out_root / "config.json", config)
+    # The trainer's own files, written as a trainer process writes them (no fsync per step
+    # file: a kill re-runs the whole run, and the job's summary is the record).
+    write_trainer_json(out_root / "config.json", config)
     sizes_epoch = batch_sizes(
         train_size, int(config["train.batch_size"]), int(config["train.accumulation"])
     )
@@ -162,7 +169,7 @@ def run_sim(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str
     ]
     lines += [f"[config] {k}={v}" for k, v in sorted(config.items())]
     for step, score in enumerate(outcome["trajectory"]):
-        atomic.write_json(
+        write_trainer_json(
             out_root / "steps" / f"step_{step + 1:04d}.json",
             {"step": step + 1, "selection_score": score},
         )
@@ -173,7 +180,7 @@ def run_sim(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str
             lines.append("rollout progress: 429/494 episodes")  # a progress bar, not a 429
     if planted in PLANTED_LOG:
         lines.append(PLANTED_LOG[planted])
-    atomic.write_text(out_root / "train.log", "\n".join(lines) + "\n")
+    (out_root / "train.log").write_text("\n".join(lines) + "\n")
     selection = outcome["trajectory"][outcome["best_step"]]
     return {
         "best_selection_score": selection,

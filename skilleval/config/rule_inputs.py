@@ -227,8 +227,10 @@ class AblationInputs:
                 "identified by its commit and uncommitted changes)",
             )
 
-    def split_pool(self, wildcards: Wildcards) -> int:
-        return int(self.matrix["benchmarks"][wildcards.bench]["pool"])
+    @property
+    def split_pools(self) -> dict[str, int]:
+        """Benchmark -> its candidate pool, for the benchmarks split by ratio (a pool)."""
+        return {b: int(s["pool"]) for b, s in self.matrix["benchmarks"].items() if s["pool"]}
 
     @property
     def in_one_job(self) -> bool:
@@ -316,14 +318,15 @@ class AblationInputs:
     def ablation_table_files(self, wildcards: Wildcards) -> list[str]:
         return self._ablation_files({wildcards.bench}, harness=False)
 
-    def ablation_figure_files(self, wildcards: Wildcards) -> list[str]:
-        """The runs of the group's points only, so another group's change leaves it alone."""
-        files = []
-        for bench in self.matrix["groups"][wildcards.group]["benchmarks"]:
-            for _, run_id, _ in group_rows(self.matrix, self.ablation_runs, wildcards.group, bench):
-                run = self.ablation_runs[run_id]
-                files += [run.summary_path, audit_path(run)]
-        return files
+    def ablation_figure_files(self, groups: Sequence[str]) -> list[str]:
+        """The runs of the groups' points only, each once."""
+        files: dict[str, None] = {}
+        for group in groups:
+            for bench in self.matrix["groups"][group]["benchmarks"]:
+                for _, run_id, _ in group_rows(self.matrix, self.ablation_runs, group, bench):
+                    run = self.ablation_runs[run_id]
+                    files.update(dict.fromkeys([run.summary_path, audit_path(run)]))
+        return list(files)
 
     def ablation_table_layout(self, wildcards: Wildcards) -> list[tuple[str, str, str, bool]]:
         """(group, value, run id, reused default) rows: what the table shows, not the file."""
@@ -334,8 +337,9 @@ class AblationInputs:
             for row in group_rows(self.matrix, self.ablation_runs, group, wildcards.bench)
         ]
 
-    def ablation_group(self, wildcards: Wildcards) -> dict[str, Any]:
-        return dict(canonical(self.matrix["groups"][wildcards.group]))
+    def ablation_groups(self, groups: Sequence[str]) -> dict[str, Any]:
+        """What the figures draw of each group (their params: a group's edit redraws them)."""
+        return {group: canonical(self.matrix["groups"][group]) for group in groups}
 
     def harness_layout(self, wildcards: Wildcards) -> dict[str, Any]:
         return dict(canonical(self.matrix["harness"]))

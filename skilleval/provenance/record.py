@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import platform
 import subprocess
 from importlib import metadata
@@ -28,13 +29,18 @@ def git_state(cwd: str | Path = ".") -> dict[str, Any]:
 
 
 def package_versions() -> dict[str, str | None]:
+    return dict(installed_versions())
+
+
+@functools.cache  # read once a process: the sim trainer's job records hundreds of runs
+def installed_versions() -> tuple[tuple[str, str | None], ...]:
     versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    return versions
+    return tuple(versions.items())
 
 
 def provenance() -> dict[str, Any]:
