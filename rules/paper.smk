@@ -77,6 +77,7 @@ rule paper_main_table:
     output:
         tex=paths.table("main", "tex"),
         csv=paths.table("main", "csv"),
+        csv_contrasts=paths.table("main_contrasts", "csv"),
         md=paths.table("main", "md"),
         html=report(
             paths.table("main", "html"),
@@ -119,7 +120,7 @@ rule paper_forest_plot:
 
 rule report_front:
     input:
-        table=paths.table("main", "csv"),
+        table=paths.table("main", "html"),
         table_caption="report/main_table.rst",
         figure=paths.figure("contrasts", "png"),
         figure_caption="report/forest_plot.rst",
@@ -150,6 +151,8 @@ rule paper_ranking_table:
     output:
         tex=paths.table("ranking", "tex"),
         csv=paths.table("ranking", "csv"),
+        csv_contrasts=paths.table("ranking_contrasts", "csv"),
+        csv_betas=paths.table("ranking_betas", "csv"),
         md=paths.table("ranking", "md"),
         html=report(
             paths.table("ranking", "html"),

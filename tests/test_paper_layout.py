@@ -21,6 +21,7 @@ from skilleval.report.layout import (
     read_labels,
 )
 from skilleval.report.sections import ablation_section, joined_refs
+from skilleval.report.writer import Section, write_table_set
 
 REPO = Path(__file__).resolve().parent.parent
 TEX = shutil.which("pdflatex")
@@ -170,16 +171,20 @@ def test_the_ablation_section_follows_the_matrix() -> None:
 
 
 def test_the_front_page_holds_table_figure_captions_and_notice(tmp_path: Path) -> None:
-    csv = tmp_path / "main.csv"
-    csv.write_text(
-        "run,checkpoint,bank,reward,r_success,coverage,tokens_per_task,note,section,contrast,"
-        "treatment,control,estimate,ci_low,ci_high,verdict\n"
-        "base,ck,none,0.5,0.4,1.0,5749.3,,run,,,,,,,\n"
-        ",,,,,,,,contrast,gain,t,c,0.0108,-0.0296,0.0508,inconclusive\n"
+    copy = tmp_path / "main.html"
+    write_table_set(
+        {k: str(tmp_path / f"main.{k}") for k in ("tex", "csv", "md", "html")}
+        | {"csv_contrasts": str(tmp_path / "main_contrasts.csv")},
+        "\\begin{table}\\caption{Long \\texttt{main} caption}\\end{table}",
+        [
+            Section("Runs", "runs", ("Run", "Tokens/task"), [["base", "5{,}749"]]),
+            Section("Contrasts", "contrasts", ("Contrast", "Est."), [["gain", "+0.0108"]]),
+        ],
+        "Simulated!",
     )
-    table = compact_main_table(str(csv))
+    table = compact_main_table(str(copy))
     assert "<td>5,749</td>" in table and "<td>+0.0108</td>" in table
-    assert "note" not in table
+    assert "Simulated!" not in table and "Long main caption" not in table
     page = front_page(table, "Main table caption", b"\x89PNG", "Forest caption", "Simulated!")
     assert (
         page.index("Simulated!") < page.index("Main table caption") < page.index("Forest caption")

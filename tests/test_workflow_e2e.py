@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,7 @@ def test_ablation_matrix_builds_with_audits_and_marked_invalid_runs(built: Path)
     assert r"8$^\dagger$" in table and "only\\_declared\\_keys\\_differ" in table
     harness = (built / "paper" / "tables" / "harness.csv").read_text()
     assert harness.startswith("# Simulated evidence: every ablation number")  # its notice
-    assert harness.count("\n") == 1 + 1 + 18 + 66
+    assert harness.count("\n") == 2 + 1 + 18 + 66  # notice, caption, header, rows
     for group in ("batch", "lr", "lrctrl"):
         assert (built / "paper" / "figures" / f"ablation_{group}.png").exists()
 
@@ -258,9 +259,9 @@ def test_the_holm_column_is_recomputed_from_the_verdicts(built: Path) -> None:
         for name, member in members.items():
             assert member["p_holm"] == pytest.approx(expected[name], abs=1e-12)
         assert r"p_\mathrm{Holm}" in (built / "paper" / "tables" / f"{table}.tex").read_text()
-    main = (built / "paper" / "tables" / "main.csv").read_text().splitlines()
-    header = main[1].split(",")  # under the notice's comment line
-    assert "p_holm" in header
+    contrasts = (built / "paper" / "tables" / "main_contrasts.csv").read_text().splitlines()
+    header = contrasts[2].split(",")  # under the notice's and the caption's comment lines
+    assert "p_Holm" in header
 
 
 def test_the_gate_keeps_the_intercept_fit_beside_the_memo_s(built: Path) -> None:
@@ -305,3 +306,46 @@ def test_a_registered_random_bank_is_used_as_listed(built: Path, tmp_path: Path)
     assert sorted(summary["chunk_hashes"]) == listed
     table = (workdir / "paper" / "tables" / "ranking.tex").read_text()
     assert "seed 20260907, registered" in table
+
+
+LEVEL_COLUMNS = {"Reward", "r_success", "Coverage", "SE", "SE (intercept fit)", "p_Holm",
+                 "Best sel.", "Base", "Best test", "Codex", "Claude"}  # fmt: skip
+
+
+def test_every_table_copy_reads_like_the_pdf(built: Path) -> None:
+    """Markdown, CSV and HTML copies of every paper table: the LaTeX's columns, rounding and
+    signs, no nan, integers as integers, one table per CSV, a caption on each."""
+    import csv
+
+    from skilleval.report.latex import plain_text
+
+    tables = built / "paper" / "tables"
+    copies = sorted(p for p in tables.glob("*.csv"))
+    assert {p.stem for p in copies} >= {"main", "main_contrasts", "ranking", "ranking_betas",
+                                        "harness", "ablation_docvqa"}  # fmt: skip
+    for path in copies:
+        table = path.stem.removesuffix("_contrasts").removesuffix("_betas")
+        tex = plain_text((tables / f"{table}.tex").read_text())
+        lines = path.read_text().splitlines()
+        comments = [line for line in lines if line.startswith("# ")]
+        assert len(comments) == 2 and ": " in comments[1], path  # notice, then the caption
+        rows = list(csv.reader(line for line in lines if not line.startswith("# ")))
+        header, body = rows[0], rows[1:]
+        assert body and all(len(r) == len(header) for r in body), path  # one table
+        for column in header[:-1]:  # the last is the copies' Note (the LaTeX's table notes)
+            assert column in tex, (path, column)
+        for row in body:
+            for column, cell in zip(header, row, strict=True):
+                assert not re.search(r"\bnan\b", cell, re.IGNORECASE), (path, column, cell)
+                assert not re.fullmatch(r"-?\d+\.0", cell), (path, column, cell)
+                if column in LEVEL_COLUMNS:
+                    assert not cell.startswith("+"), (path, column, cell)
+    for table in {p.stem for p in tables.glob("*.md")}:
+        md = (tables / f"{table}.md").read_text()
+        html = (tables / f"{table}.html").read_text()
+        assert not re.search(r"\bnan\b", md + html, re.IGNORECASE), table
+        assert re.search(r"^\*.+\*$", md, re.MULTILINE) and "<caption>" in html, table
+        assert "+0.95" not in md + html and "True" not in md + html, table
+    main = (tables / "main.md").read_text()
+    assert "| Run | Skills | Reward | r_success | Coverage | Tokens/task | Note |" in main
+    assert "95% CI" in main and "| base-free | none |" in main

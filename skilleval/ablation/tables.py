@@ -66,7 +66,9 @@ def render(
     summaries: Sequence[str],
     **template: Any,
 ) -> None:
-    """``summaries``: the run summaries the table shows, whose notice it carries."""
+    """``summaries``: the run summaries the table shows, whose notice it carries. The copies
+    name every row's first column (the LaTeX leaves a repeat blank) and add the reason of a
+    dagger."""
     notice = notice_of(ablation_summaries=summaries)
     notes = [
         rf"$^\dagger$ {latex_escape(r['run_id'])}: {latex_escape(r['reasons'])}"
@@ -78,7 +80,13 @@ def render(
         .get_template("ablation_table.tex.j2")
         .render(rows=tex_rows, notes=notes, simulated=caption_of(notice), **template)
     )
-    write_table_set(outputs, tex, [Section("Runs", "run", frame)], notice)
+    rows, first = [], ""
+    for row, record in zip(tex_rows, frame.to_dict("records"), strict=True):
+        first = row["cells"][0] or first
+        reason = "" if record["valid"] else rf"$^\dagger$ {latex_escape(record['reasons'])}"
+        rows.append([first, *row["cells"][1:], reason])
+    header = [*template["header"].split(" & "), "Note"]
+    write_table_set(outputs, tex, [Section("Runs", "runs", header, rows)], notice)
 
 
 def planned_runs(

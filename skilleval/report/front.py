@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from pathlib import Path
 
 from skilleval.storage import atomic
@@ -27,54 +28,12 @@ FRONT_STYLE = """<style>
 </style>"""
 
 
-# What a reader needs at first sight, with its number format; the full table (experiment
-# ids, protocol, split, n_tasks, descriptions) is one click away under Results.
-RUN_COLUMNS = {
-    "run": "{}",
-    "checkpoint": "{}",
-    "bank": "{}",
-    "reward": "{:.4f}",
-    "r_success": "{:.4f}",
-    "coverage": "{:.3f}",
-    "tokens_per_task": "{:,.0f}",
-}
-CONTRAST_COLUMNS = {
-    "contrast": "{}",
-    "treatment": "{}",
-    "control": "{}",
-    "estimate": "{:+.4f}",
-    "ci_low": "{:+.4f}",
-    "ci_high": "{:+.4f}",
-    "verdict": "{}",
-}
-
-
-def compact_main_table(table_csv: str) -> str:
-    """The main table's runs and contrasts (with any note), as two small HTML tables."""
-    import io
-
-    import pandas as pd
-
-    # The CSV's header comment (its notice, report.writer) is not a row.
-    lines = Path(table_csv).read_text().splitlines(keepends=True)
-    body = "".join(line for line in lines if not line.startswith("# "))
-    frame = pd.read_csv(io.StringIO(body), keep_default_na=False, dtype=str)
-    html_parts = []
-    for section, title, columns in (
-        ("run", "Runs", RUN_COLUMNS),
-        ("contrast", "Contrasts", CONTRAST_COLUMNS),
-    ):
-        rows = frame[frame["section"] == section]
-        formats = {**columns, **({"note": "{}"} if (rows["note"] != "").any() else {})}
-        shown = pd.DataFrame(
-            {
-                column: [fmt.format(float(v)) if v and fmt != "{}" else v for v in rows[column]]
-                for column, fmt in formats.items()
-            }
-        )
-        html_parts.append(f"<h3>{title}</h3>")
-        html_parts.append(shown.to_html(index=False, border=0))
-    return "\n".join(html_parts)
+def compact_main_table(table_html: str) -> str:
+    """The main table's HTML copy (report.writer) without its notice and long captions: the
+    page shows the notice once and the short caption of report/main_table.rst."""
+    text = Path(table_html).read_text()
+    text = re.sub(r'<p class="notice">.*?</p>', "", text, flags=re.DOTALL)
+    return re.sub(r"<caption>.*?</caption>", "", text, flags=re.DOTALL)
 
 
 def front_page(
@@ -99,7 +58,7 @@ def front_page(
 
 
 def write_front_page(
-    table_csv: str,
+    table_html: str,
     table_caption: str,
     figure_png: str,
     figure_caption: str,
@@ -109,7 +68,7 @@ def write_front_page(
     atomic.write_text(
         output,
         front_page(
-            compact_main_table(table_csv),
+            compact_main_table(table_html),
             " ".join(Path(table_caption).read_text().split()),
             Path(figure_png).read_bytes(),
             " ".join(Path(figure_caption).read_text().split()),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +17,51 @@ LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "$": r"\$"}
 
 def latex_escape(text: object) -> str:
     return "".join(LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+# What a table's LaTeX cells and captions use, in the words a plain-text copy shows.
+PLAIN_SYMBOLS = {
+    r"$^\dagger$": "†",
+    r"$\Delta$": "Δ",
+    r"$\beta$": "β",
+    r"$-$": "\u2212",
+    r"\quad": " ",
+    "{,}": ",",
+    "~": " ",
+    "--": "\u2013",
+}
+COMMAND_WITH_TEXT = re.compile(r"\\(?:texttt|textit|textbf|emph|mathrm|text)\{([^{}]*)\}")
+MULTICOLUMN = re.compile(r"\\multicolumn\{\d+\}\{[^{}]*\}\{([^{}]*)\}")
+REFERENCE = re.compile(r"\\ref\{([^{}]*)\}")
+
+
+def plain_text(latex: str) -> str:
+    """A LaTeX cell or caption as plain text: ``\\texttt{a\\_b}`` is ``a_b``,
+    ``$r_\\mathrm{success}$`` is ``r_success``, ``$^\\dagger$`` is ``†``."""
+    text = latex
+    for symbol, word in PLAIN_SYMBOLS.items():
+        text = text.replace(symbol, word)
+    text = MULTICOLUMN.sub(r"\1", text)
+    text = REFERENCE.sub(r"\1", text)
+    while COMMAND_WITH_TEXT.search(text):
+        text = COMMAND_WITH_TEXT.sub(r"\1", text)
+    for special, escaped in LATEX_SPECIAL.items():
+        text = text.replace(escaped, special)
+    text = text.replace("$", "") if text.count("$") % 2 == 0 else text
+    return " ".join(text.split())
+
+
+def captions(tex: str) -> list[str]:
+    """The long caption of each table in ``tex``, in order (``\\caption[short]{long}``)."""
+    found = []
+    for match in re.finditer(r"\\caption(\[[^\]]*\])?\{", tex):
+        depth, start = 1, match.end()
+        end = start
+        while depth and end < len(tex):
+            depth += {"{": 1, "}": -1}.get(tex[end], 0)
+            end += 1
+        found.append(tex[start : end - 1])
+    return found
 
 
 def environment() -> jinja2.Environment:

@@ -129,6 +129,26 @@ def _contrast_cells(contrasts: pd.DataFrame, notes: Notes) -> list[dict[str, str
     ]
 
 
+RUN_HEADER = ("Run", "Skills", "Reward", r"$r_\mathrm{success}$", "Coverage", "Tokens/task", "Note")
+
+
+def contrast_header(confidence: str) -> tuple[str, ...]:
+    return (
+        "Contrast",
+        "Arms",
+        r"$\Delta$reward",
+        f"{confidence} CI",
+        "Verdict",
+        r"$p_\mathrm{Holm}$",
+        "Note",
+    )
+
+
+def note_cell(mark: str, note: str) -> str:
+    """The copies' Note column: the row's table-note mark and its reason."""
+    return f"{mark} {latex_escape(note)}".strip() if mark else ""
+
+
 def _percent(confidence: float) -> str:
     return f"{confidence:.0%}".replace("%", r"\%")
 
@@ -184,12 +204,45 @@ def render_main_table(
             notes=notes.lines,
         )
     )
+    confidence = _percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "95\\%"
     write_table_set(
         outputs,
         tex,
         [
-            Section("Runs", "run", runs, ".4f", markdown_drops=("valid",)),
-            Section("Contrasts", "contrast", contrasts, "+.4f"),
+            Section(
+                "Runs",
+                "runs",
+                RUN_HEADER,
+                [
+                    [
+                        c["name"],
+                        c["bank"],
+                        c["reward"],
+                        c["r_success"],
+                        c["coverage"],
+                        c["tokens"],
+                        note_cell(c["mark"], note),
+                    ]
+                    for c, note in zip(run_cells, runs["note"], strict=True)
+                ],
+            ),
+            Section(
+                "Contrasts",
+                "contrasts",
+                contrast_header(confidence),
+                [
+                    [
+                        c["name"],
+                        c["arms"],
+                        c["estimate"],
+                        c["ci"],
+                        c["verdict"],
+                        c["p_holm"],
+                        note_cell(c["mark"], note),
+                    ]
+                    for c, note in zip(contrast_cells, contrasts["note"], strict=True)
+                ],
+            ),
         ],
         notice,
     )
@@ -364,13 +417,81 @@ def render_ranking_table(
             notes=notes.lines,
         )
     )
+    confidence = _percent(first["confidence"])
     write_table_set(
         outputs,
         tex,
         [
-            Section("Ranking arms", "arm", frame, "+.4f"),
-            Section("Pairwise contrasts", "contrast", contrasts, "+.4f"),
-            Section("Chunk betas", "chunk", chunks, "+.4f"),
+            Section(
+                "Ranking arms",
+                "arms",
+                (
+                    "Arm",
+                    "Reward",
+                    r"$r_\mathrm{success}$",
+                    r"$\Delta$ vs free",
+                    f"{confidence} CI",
+                    "Verdict",
+                    r"$p_\mathrm{Holm}$",
+                    "Note",
+                ),
+                [
+                    [
+                        c["label"],
+                        c["reward"],
+                        c["r_success"],
+                        c["estimate"],
+                        c["ci"],
+                        c["verdict"],
+                        c["p_holm"],
+                        note_cell(c["mark"], note),
+                    ]
+                    for c, note in zip(arm_cells, frame["note"], strict=True)
+                ],
+            ),
+            Section(
+                "Pairwise contrasts",
+                "contrasts",
+                contrast_header(confidence),
+                [
+                    [
+                        c["name"],
+                        c["arms"],
+                        c["estimate"],
+                        c["ci"],
+                        c["verdict"],
+                        c["p_holm"],
+                        note_cell(c["mark"], note),
+                    ]
+                    for c, note in zip(contrast_cells, contrasts["note"], strict=True)
+                ],
+            ),
+            Section(
+                "Chunk betas",
+                "betas",
+                (
+                    "Chunk",
+                    r"$\beta$",
+                    "SE",
+                    r"$\beta$ (intercept fit)",
+                    "SE (intercept fit)",
+                    "Top/Bottom",
+                    "Top/Bottom (intercept fit)",
+                ),
+                [
+                    [
+                        c["chunk"] + c["mark"],
+                        c["beta"],
+                        c["se"],
+                        c["beta_intercept_fit"],
+                        c["se_intercept_fit"],
+                        c["selection"],
+                        c["selection_intercept_fit"],
+                    ]
+                    for c in chunk_cells(chunks)
+                ],
+                table=1,
+            ),
         ],
         notice,
     )

@@ -1,63 +1,129 @@
 """One writer for every paper table: the LaTeX text plus CSV, Markdown and HTML copies.
 
-A table has one or more sections (runs and contrasts, say). The copies show the same
-frames; with several sections the CSV gets a ``section`` column and Markdown and HTML a
-heading per section.
+The copies are made from the very cells the LaTeX prints (de-LaTeXed), so every format
+has the same columns, rounding and signs; a cell the LaTeX prints as ``--`` (not run, not
+in the family) is an en dash. A table has one or more sections (runs and contrasts, say): each
+is one CSV file, and a heading of its own in Markdown and HTML, under its LaTeX caption.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html import escape
 
-import pandas as pd
-
+from skilleval.report.latex import captions, plain_text
 from skilleval.storage import atomic
+
+NOT_RUN = "\u2013"  # an en dash, as LaTeX prints --
 
 
 @dataclass(frozen=True)
 class Section:
+    """One block of a LaTeX table: its header and rows as LaTeX cells. ``table``: which of
+    the ``.tex`` file's tables holds it (its caption heads the copies); ``key``: the CSV of
+    a later section is ``outputs[f"csv_{key}"]``."""
+
     title: str
     key: str
-    frame: pd.DataFrame
-    float_format: str = ".4f"
-    markdown_drops: tuple[str, ...] = field(default=())
+    header: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    table: int = 0
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.header):
+                raise ValueError(
+                    f"section {self.title!r}: a row of {len(row)} cells under "
+                    f"{len(self.header)} columns ({list(self.header)})"
+                )
+
+    def plain(self) -> tuple[list[str], list[list[str]]]:
+        cells = [[_cell(c) for c in row] for row in self.rows]
+        return [plain_text(h) for h in self.header], cells
+
+
+def _cell(latex: str) -> str:
+    text = plain_text(latex)
+    return NOT_RUN if text in (NOT_RUN, "n/a") else text
+
+
+def csv_path(outputs: Mapping[str, str], sections: Sequence[Section], index: int) -> str:
+    if index == 0:
+        return outputs["csv"]
+    key = f"csv_{sections[index].key}"
+    if key not in outputs:
+        raise KeyError(f"the table's section {sections[index].title!r} has no output {key!r}")
+    return outputs[key]
 
 
 def write_table_set(
     outputs: Mapping[str, str], tex: str, sections: Sequence[Section], notice: str = ""
 ) -> None:
-    """Write ``outputs['tex']``, ``['csv']``, ``['md']`` and ``['html']``; ``notice`` (what
-    of the table is simulated, report.notice) heads the CSV as a comment line and the
-    Markdown and HTML as a note (the LaTeX caption carries its own)."""
+    """Write ``outputs['tex']``, a CSV per section (``['csv']``, then ``['csv_<key>']``),
+    ``['md']`` and ``['html']``. Each copy is headed by its LaTeX caption; ``notice`` (what
+    of the table is simulated, report.notice) heads the CSVs as a comment line and the
+    Markdown and HTML as a note."""
+    table_captions = [plain_text(c) for c in captions(tex)]
     atomic.write_text(outputs["tex"], tex)
-    if len(sections) == 1:
-        only = sections[0]
-        csv = only.frame.to_csv(index=False)
-        md = _markdown(only)
-        html = only.frame.to_html(index=False, float_format=_formatter(only))
-    else:
-        combined = pd.concat([s.frame.assign(section=s.key) for s in sections], ignore_index=True)
-        csv = combined.to_csv(index=False)
-        md = "\n\n".join(f"## {s.title}\n\n{_markdown(s)}" for s in sections)
-        html = "".join(
-            f"<h3>{s.title}</h3>" + s.frame.to_html(index=False, float_format=_formatter(s))
-            for s in sections
-        )
+    md, html = [], []
     if notice:
-        csv = f"# {notice}\n{csv}"
-        md = f"> {notice}\n\n{md}"
-        html = f'<p class="notice">{escape(notice)}</p>{html}'
-    atomic.write_text(outputs["csv"], csv)
-    atomic.write_text(outputs["md"], md + "\n")
-    atomic.write_text(outputs["html"], html)
+        md.append(f"> {notice}")
+        html.append(f'<p class="notice">{escape(notice)}</p>')
+    for index, section in enumerate(sections):
+        caption = table_captions[section.table] if section.table < len(table_captions) else ""
+        # The sections of one LaTeX table share its caption: Markdown and HTML print it once.
+        shown = caption if index == 0 or sections[index - 1].table != section.table else ""
+        header, rows = section.plain()
+        comments = [f"# {line}" for line in (notice, f"{section.title}: {caption}") if line]
+        atomic.write_text(
+            csv_path(outputs, sections, index), "\n".join(comments) + "\n" + _csv(header, rows)
+        )
+        md.append(
+            f"## {section.title}\n\n"
+            + (f"*{shown}*\n\n" if shown else "")
+            + _markdown(header, rows)
+        )
+        html.append(_html(section.title, shown, header, rows))
+    atomic.write_text(outputs["md"], "\n\n".join(md) + "\n")
+    atomic.write_text(outputs["html"], "".join(html))
 
 
-def _markdown(section: Section) -> str:
-    frame = section.frame.drop(columns=list(section.markdown_drops))
-    return str(frame.to_markdown(index=False, floatfmt=section.float_format))
+def _csv(header: list[str], rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    # A CSV cell holds the number alone: no thousands separator, empty when not run.
+    for row in rows:
+        writer.writerow(
+            ["" if c == NOT_RUN else c.replace(",", "") if _number(c) else c for c in row]
+        )
+    return buffer.getvalue()
 
 
-def _formatter(section: Section) -> object:
-    return ("{:" + section.float_format + "}").format
+def _number(cell: str) -> bool:
+    return cell.replace(",", "").lstrip("+-").replace(".", "", 1).isdigit()
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    numeric = [
+        bool(rows) and all(_number(r[i]) or r[i] == NOT_RUN for r in rows)
+        for i in range(len(header))
+    ]
+    align = ["---:" if n else ":---" for n in numeric]
+    return "\n".join([line(header), "|" + "|".join(align) + "|", *map(line, rows)])
+
+
+def _html(title: str, caption: str, header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    caption_line = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return (
+        f"<h3>{escape(title)}</h3><table>{caption_line}"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
