@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.errors import ServiceError, SkillevalError
+from skilleval.interrupts import Interrupted, quiet_interrupts
 from skilleval.serving.gpu import lock_directory
 from skilleval.world.serve_command import add_serve_world
 
@@ -388,6 +389,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SkillevalError as error:
         print(f"skilleval {args.command}: {error}", file=sys.stderr)
         return 2
+    except Interrupted as interrupt:
+        print(f"skilleval {args.command}: interrupted by {interrupt.signal_name}", file=sys.stderr)
+        return int(interrupt.code or 1)
     except BrokenPipeError:
         # The reader (head, less) closed the pipe: stop quietly, as Unix tools do, and keep
         # Python from failing again when it flushes stdout at exit.
@@ -396,5 +400,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The ``skilleval`` command: an interrupt ends it in one line (skilleval.interrupts)."""
+    quiet_interrupts()
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 
 from skilleval.errors import SkillevalError
+from skilleval.interrupts import Interrupted
 
 # Libraries that log every HTTP request at INFO (httpx2 is the copy of httpx that openai
 # ships): one line per request would bury a run's progress lines. Their warnings still show.
@@ -34,6 +35,15 @@ def logged(path: str, level: int = logging.INFO) -> Iterator[logging.Logger]:
             root.error("%s", error)
             print(f"skilleval: {error} (log: {path})", file=sys.__stderr__)
             raise SystemExit(1) from None
+        except Interrupted as interrupt:
+            root.warning(
+                "interrupted by %s; a re-run resumes from what is kept", interrupt.signal_name
+            )
+            print(
+                f"skilleval: interrupted by {interrupt.signal_name} (log: {path})",
+                file=sys.__stderr__,
+            )
+            raise
         except BaseException:
             root.exception("job failed")
             raise

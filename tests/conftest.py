@@ -122,7 +122,14 @@ def small_paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
     reads it or edits a file and restores it: a copy of the workflow and of the package (a
     code edit stays in the copy), and the seed matrix with three planted failures, kept as
     the seed file's own text so that edits to its lines apply."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("paper"))
+    workdir = small_paper_sources(tmp_path_factory.mktemp("paper"))
+    snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
+    return workdir
+
+
+def small_paper_sources(workdir: Path) -> Path:
+    """The small paper's sources, unbuilt, in ``workdir`` (see small_paper)."""
+    copy_workflow(workdir)
     shutil.copytree(
         REPO / "skilleval", workdir / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
     )
@@ -131,7 +138,6 @@ def small_paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
     planted = seed.replace("  plant: {}", f"  plant: {json.dumps(PLANTED)}", 1)
     assert planted != seed, "the seed matrix no longer has an empty trainer.plant line"
     (workdir / "config" / "ablation" / "planted.yaml").write_text(planted)
-    snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
     return workdir
 
 
