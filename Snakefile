@@ -39,6 +39,7 @@ include: "rules/compare.smk"
 include: "rules/audit.smk"
 include: "rules/ablation.smk"
 include: "rules/paper.smk"
+include: "rules/typos.smk"
 
 
 # On a cluster (profiles/slurm) only the rules that serve or train a model, or read whole

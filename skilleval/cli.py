@@ -20,6 +20,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from skilleval.analysis.contrast import RunRecords, compare
     from skilleval.analysis.verdict import verdict_of
 
+    for directory in (args.run_a, args.run_b):
+        _check_declared_run(Path(directory), Path(args.root))
     control, treatment = RunRecords.load(args.run_a), RunRecords.load(args.run_b)
     result = compare(
         control,
@@ -122,6 +124,25 @@ def cmd_stale(args: argparse.Namespace) -> int:
     jobs = stale_jobs(config, root, args.configfile or [], args.targets or ["paper"], args.profile)
     print(json.dumps([j.as_json() for j in jobs], indent=1) if args.json else report(jobs))
     return 1 if jobs else 0
+
+
+def _check_declared_run(directory: Path, root: Path) -> None:
+    """A run directory that is not there and whose name the config does not declare: name
+    the declared runs (a typo), rather than a build command that cannot work."""
+    if (directory / "summary.json").exists() or not (root / "config/config.yaml").exists():
+        return
+    from skilleval.config.plan import WorkflowPlan
+    from skilleval.config.typos import unknown_name
+
+    config, _ = _config(argparse.Namespace(root=str(root), configfile=None))
+    plan = WorkflowPlan(config)
+    declared = [*plan.runs, *plan.masked]
+    if directory.name not in declared:
+        raise SkillevalError(
+            f"{directory}: "
+            + unknown_name("run", directory.name, declared)
+            + "; a run's directory is results/runs/<run> (a masked run's is under results/gate)"
+        )
 
 
 def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
@@ -268,6 +289,9 @@ def _add_compare(sub: Any) -> None:
     )
     compare.add_argument("run_a", help="control run directory (holds summary.json, results.jsonl)")
     compare.add_argument("run_b", help="treatment run directory")
+    compare.add_argument(
+        "--root", default=".", help="workflow directory (its config names the runs)"
+    )
     compare.add_argument("--metric", default="reward", help="reward, r_success or any r_* metric")
     compare.add_argument("--json", action="store_true", help="print the contrast as JSON")
     compare.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples")

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +164,53 @@ def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path: Path) -> None:
         load_config_file(path)
     message = str(info.value)
     assert str(path) in message and "base-S0" in message and "lines 2 and 4" in message
+    assert "runs.base-S0 = 'lines 2 and 4'" in message  # the full key path
+
+
+def test_a_nested_duplicate_key_is_named_by_its_full_path(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("statistics:\n  n_resamples: 100\n  seed: 1\n  seed: 2\n")
+    with pytest.raises(ConfigError, match=r"statistics\.seed = 'lines 3 and 4'"):
+        load_config_file(path)
+
+
+def test_a_key_without_its_colon_is_reported_at_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("statistics:\n  n_resamples: 100\n  seed 1\n  method: percentile\n")
+    with pytest.raises(ConfigError) as info:
+        load_config_file(path)
+    message = str(info.value)
+    assert f"{path}, line 3, column 3: YAML syntax error" in message
+    assert "\n    seed 1\n" in message  # the wrong line itself, under the message
+
+
+def test_a_typo_in_a_target_names_the_declared_choices(workflow_copy: Path) -> None:
+    cases = {
+        "results/runs/final-st/summary.json": "no run 'final-st' (did you mean final-ST?)",
+        "results/contrasts/s0gain.json": "no contrast 's0gain' (did you mean s0-gain?)",
+        "results/ablation/docvq/LR-docvqa-8/summary.json": (
+            "the ablation matrix declares no benchmark 'docvq' (did you mean docvqa?)"
+        ),
+        "results/ablation/docvqa/LR-docvqa-99/summary.json": "no ablation run 'LR-docvqa-99'",
+    }
+    for target, expected in cases.items():
+        done = snakemake(workflow_copy, "-n", target, check=False)
+        output = done.stdout + done.stderr
+        assert done.returncode != 0 and expected in output, (target, output[-2000:])
+        assert "MissingRuleException" not in output
+    # A declared run is still planned by its own rule.
+    assert "eval_run" in snakemake(workflow_copy, "-n", "results/runs/final-ST/summary.json").stdout
+
+
+def test_compare_with_an_unknown_run_names_the_config_s_runs(workflow_copy: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "skilleval.cli", "compare", "results/runs/base-free",
+         "results/runs/base-s0", "--root", str(workflow_copy)],
+        cwd=workflow_copy, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "declares no run 'base-s0' (did you mean base-S0?)" in done.stderr
+    assert "snakemake --cores 1" not in done.stderr
 
 
 def test_snakemake_stops_on_a_duplicate_run_in_config(workflow_copy: Path) -> None:

@@ -29,26 +29,41 @@ class YamlFile:
     lines: dict[KeyPath, int]
 
 
-def _key_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int]) -> None:
+def _key_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int], file: str) -> None:
+    """Each key path's line; a key given twice in one mapping is refused with its full path."""
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             path = (*prefix, str(key_node.value))
-            lines[path] = key_node.start_mark.line + 1
-            _key_lines(value_node, path, lines)
+            line = key_node.start_mark.line + 1
+            if path in lines and key_node.value != "<<":
+                raise ConfigError(
+                    file,
+                    ".".join(path),
+                    f"lines {lines[path]} and {line}",
+                    "key given twice in one mapping (YAML would silently keep the last)",
+                    "keep one of the two entries",
+                )
+            lines[path] = line
+            _key_lines(value_node, path, lines, file)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             path = (*prefix, str(index))
             lines[path] = item.start_mark.line + 1
-            _key_lines(item, path, lines)
+            _key_lines(item, path, lines, file)
 
 
 def _syntax_error(path: str, text: str, error: yaml.MarkedYAMLError) -> YamlSyntaxError:
-    mark = error.problem_mark or error.context_mark
+    # A scanner error's context is where the bad token began (a key without its colon, an
+    # unclosed quote); its problem mark is only where the scanner gave up, often a line on.
+    scanning = bool(error.context and error.context.startswith("while scanning"))
+    mark = (error.context_mark if scanning else None) or error.problem_mark or error.context_mark
     line = mark.line + 1 if mark else 0
     column = mark.column + 1 if mark else 0
     source_line = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
     problem = str(error.problem or "")
-    if error.context and error.context_mark is not None:
+    if scanning and error.problem_mark is not None and error.context_mark is not None:
+        problem += f" ({error.context}; the scanner stopped at line {error.problem_mark.line + 1})"
+    elif error.context and error.context_mark is not None:
         problem += f" ({error.context} at line {error.context_mark.line + 1})"
     fix = (
         "indent with spaces: YAML does not allow tabs"
@@ -73,8 +88,11 @@ def read_yaml(path: str | Path, what: str = "config file", key: str = "(file)") 
         )
     text = Path(path).read_text()
     loader = SafeLoader(text)
+    lines: dict[KeyPath, int] = {}
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _key_lines(node, (), lines, name)
         data = loader.construct_document(node) if node is not None else None
     except ConfigError as error:  # a key given twice, raised with the stream's name
         raise ConfigError(name, error.key, error.value, error.problem, error.fix) from None
@@ -82,9 +100,6 @@ def read_yaml(path: str | Path, what: str = "config file", key: str = "(file)") 
         raise _syntax_error(name, text, error) from None
     finally:
         loader.dispose()
-    lines: dict[KeyPath, int] = {}
-    if node is not None:
-        _key_lines(node, (), lines)
     return YamlFile(name, data, lines)
 
 
