@@ -28,7 +28,7 @@ from skilleval.errors import GpuLeaseError, ServiceError
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.gpu import SCHEDULER_CARDS_VARIABLE, gpu_lease, job_environment, job_lease
-from skilleval.serving.launcher import wait_healthy
+from skilleval.serving.launcher import owned_server, wait_healthy
 from skilleval.serving.owners import process_start
 from skilleval.serving.processes import PORT_STRIDE, port_lease, read_labels
 from skilleval.world.server import start_servers
@@ -277,3 +277,23 @@ def test_a_run_whose_result_is_kept_starts_no_server_and_leases_no_card(
     assert {p.name: p.stat().st_mtime_ns for p in lock_dir.iterdir()} == leases
     assert read_labels(lock_dir) == []
     assert {p: Path(p).read_bytes() for p in built} == built
+
+
+def test_sglang_is_never_started_on_a_checkpoint_it_cannot_load(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulated world's checkpoint names no architectures in its config.json, which
+    sglang needs: the job refuses before it leases a card or a port (the stand-in, not
+    sglang, may serve it)."""
+    monkeypatch.setenv("SKILLEVAL_GPU_LOCK_DIR", str(tmp_path / "locks"))
+    weights = str(small_world / "checkpoints" / "base" / "model.safetensors")
+    server = {"tp": 1, "dp_size": 1, "base_url": "http://127.0.0.1:30000/v1",
+              "launch": {"command": ["python", "-m", "sglang.launch_server"],
+                         "startup_timeout_s": 5}}  # fmt: skip
+    refused = pytest.raises(
+        ServiceError,
+        match=r"config\.json is missing or names no architectures, so sglang cannot serve",
+    )
+    with refused, owned_server("process", "base-S0", weights, server):
+        pass
+    assert not list((tmp_path / "locks").glob("gpu-*.lock"))

@@ -235,6 +235,11 @@ def experiment_b(
     low, high = np.quantile(distribution, [0.025, 0.975])
     result = {
         "spearman": rho,
+        "correlates": (
+            "Spearman's rho between the predicted delta (a fresh mask's chunks times their "
+            "Gate A betas, C^T beta) and the measured delta (the fresh masked run's reward "
+            "minus the bare run's), one observation per fresh mask and task"
+        ),
         "ci_low": float(low),
         "ci_high": float(high),
         "confidence": 0.95,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import json
 import logging
 import os
 import signal
@@ -136,6 +137,7 @@ def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -
     start sglang there and yield its base URL once it proves it is this job's."""
     if kind not in ("process", "docker"):
         raise ServiceError(f"cannot launch a model server of kind {kind!r}")
+    check_servable(kind, server["launch"], weights)
     lock_dir = shared_directory(lock_directory())
     occupied = stop_orphans(lock_dir)
     client = None
@@ -162,6 +164,35 @@ def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -
             )
         with started:
             yield base_url
+
+
+def launches_sglang(kind: str, launch: Mapping[str, Any]) -> bool:
+    if kind == "docker":
+        return "sglang" in str(launch.get("image", ""))
+    return any("sglang" in str(part) for part in launch["command"])
+
+
+def check_servable(kind: str, launch: Mapping[str, Any], weights: str) -> None:
+    """sglang loads a Hugging Face checkpoint directory through its config.json
+    (sglang/srt/configs/model_config.py: get_config of sglang/srt/utils/
+    hf_transformers_utils.py, transformers' AutoConfig) and picks the model class from its
+    ``architectures`` (sglang/srt/model_loader/utils.py). The simulated world's checkpoint
+    names none (model_type shopsim-policy). Refuse before any card is leased."""
+    if not launches_sglang(kind, launch):
+        return
+    config_file = model_dir(weights) / "config.json"
+    try:
+        architectures = json.loads(config_file.read_text()).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        architectures = None
+    if not architectures:
+        raise ServiceError(
+            f"{config_file} is missing or names no architectures, so sglang cannot serve "
+            f"{config_file.parent} (the simulated world's checkpoint, or not a Hugging Face "
+            "checkpoint); the real path needs real checkpoints: add --configfile "
+            "config/examples/real-path.yaml (or point checkpoints.*.path at them), or leave "
+            "model_server local for the simulated world"
+        )
 
 
 @contextlib.contextmanager
