@@ -179,11 +179,11 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
     config, root = _config(args)
     if args.dry_run:
-        moved, dependents = archive_plan(args.run, config, root)
+        moved, dependents = archive_plan(args.run, config, root, args.configfile or ())
         print(f"would archive {args.run}: " + ", ".join(moved))
         print("and the outputs built from it: " + (", ".join(dependents) or "none"))
         return 0
-    target = archive_run(args.run, args.reason, config, root)
+    target = archive_run(args.run, args.reason, config, root, args.configfile or ())
     print(f"archived {args.run} to {target}")
     return 0
 

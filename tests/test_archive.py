@@ -46,3 +46,19 @@ def test_clean_refuses_finished_runs_and_registered_inputs(tmp_path: Path) -> No
     with pytest.raises(SkillevalError, match="registered checkpoint or bank"):
         clean_run("oops", config, tmp_path, "delete")
     assert (tmp_path / "results" / "runs" / "oops").exists()
+
+
+def test_archive_takes_a_masked_gate_run_and_refuses_an_undeclared_name(tmp_path: Path) -> None:
+    config = load_default_config()
+    run_dir = tmp_path / "results" / "gate" / "draft16" / "runs" / "masked-03"
+    journal = tmp_path / "results" / "journal" / "gate-draft16-masked-03"
+    log = tmp_path / "results" / "logs" / "gate" / "draft16-masked-03.log"
+    for folder in (run_dir, journal, log.parent):
+        folder.mkdir(parents=True)
+    (run_dir / "summary.json").write_text("{}")
+    log.write_text("done\n")
+    target = archive_run("masked-03", "mask design changed", config, tmp_path)
+    assert not run_dir.exists() and not journal.exists() and not log.exists()
+    assert len(json.loads((target / "why.json").read_text())["moved"]) == 3
+    with pytest.raises(SkillevalError, match=r"no run 'masked-3' \(did you mean masked-03"):
+        archive_run("masked-3", "typo", config, tmp_path)

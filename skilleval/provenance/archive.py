@@ -7,14 +7,17 @@ moves them; --delete deletes them. Registered checkpoints and banks are never to
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from skilleval import paths
+from skilleval.config.plan import WorkflowPlan
+from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
 from skilleval.storage.records import write_record
 
@@ -26,12 +29,26 @@ def protected_paths(config: dict[str, Any], root: Path) -> list[Path]:
     return [p.resolve() for p in paths]
 
 
-def run_paths(run: str, root: Path) -> list[Path]:
+def run_paths(run: str, root: Path, config: dict[str, Any] | None = None) -> list[Path]:
+    """What of ``run`` is on disk: its outputs, journal and log. With ``config``, a masked
+    Gate A run (masked-01) is found under its gate, and a name the config does not declare
+    is refused naming the declared ones."""
     candidates = [
-        root / "results" / "runs" / run,
-        root / "results" / "journal" / run,
-        root / "results" / "logs" / "runs" / f"{run}.log",
+        root / paths.fill(paths.RUN_DIR, run=run),
+        root / paths.JOURNAL_ROOT / run,
+        root / paths.LOGS / "runs" / f"{run}.log",
     ]
+    if config is not None:
+        plan = WorkflowPlan(config)
+        if run in plan.masked:
+            gate = plan.gate
+            candidates = [
+                root / paths.fill(paths.GATE_RUN_DIR, gate=gate, masked=run),
+                root / paths.JOURNAL_ROOT / plan.masked[run].name,
+                root / paths.LOGS / "gate" / f"{gate}-{run}.log",
+            ]
+        elif run not in plan.runs and not any(p.exists() for p in candidates):
+            raise SkillevalError(unknown_name("run", run, [*plan.runs, *plan.masked]))
     return [p for p in candidates if p.exists()]
 
 
@@ -54,14 +71,16 @@ def _stamp() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def archive_plan(run: str, config: dict[str, Any], root: Path) -> tuple[list[str], list[str]]:
+def archive_plan(
+    run: str, config: dict[str, Any], root: Path, configfiles: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
     """(the run's files, the outputs built from them) that archive_run would move."""
-    paths = run_paths(run, root)
-    if not paths:
+    found = run_paths(run, root, config)
+    if not found:
         raise SkillevalError(f"nothing to archive for run {run!r} under {root / 'results'}")
-    _refuse_protected(paths, protected_paths(config, root))
-    moved = [str(p.relative_to(root)) for p in paths]
-    return moved, [d for d in dependents_of(root, moved) if (root / d).exists()]
+    _refuse_protected(found, protected_paths(config, root))
+    moved = [str(p.relative_to(root)) for p in found]
+    return moved, [d for d in dependents_of(root, moved, configfiles) if (root / d).exists()]
 
 
 def archive_run(
@@ -69,17 +88,15 @@ def archive_run(
     reason: str,
     config: dict[str, Any],
     root: Path,
+    configfiles: Sequence[str] = (),
 ) -> Path:
-    archive_plan(run, config, root)
-    paths = run_paths(run, root)
+    moved, dependents = archive_plan(run, config, root, configfiles)
     target = root / "results" / "archive" / "runs" / f"{run}-{_stamp()}"
     target.mkdir(parents=True)
-    for path in paths:
+    for path in (root / m for m in moved):
         shutil.move(
             str(path), target / path.relative_to(root / "results").as_posix().replace("/", "__")
         )
-    moved = [str(p.relative_to(root)) for p in paths]
-    dependents = [d for d in dependents_of(root, moved) if (root / d).exists()]
     for dependent in dependents:
         destination = target / "dependents" / dependent
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -98,20 +115,39 @@ def archive_run(
     return target
 
 
-def dependents_of(root: Path, files: Sequence[str]) -> list[str]:
+def built_from(root: Path, configfiles: Sequence[str] = ()) -> dict[str, list[str]]:
+    """Output -> the inputs Snakemake recorded when it built it, asked of Snakemake itself
+    (``--detailed-summary``: snakemake/dag.py DAG.summary, one tab-separated line per
+    output whose fifth field is its recorded input files, comma-separated, or -)."""
+    if not (root / ".snakemake" / "metadata").is_dir():
+        return {}  # Snakemake has built nothing here, so nothing was built from the run
+    command = [sys.executable, "-m", "snakemake", "--directory", str(root), "--detailed-summary"]
+    if configfiles:
+        command += ["--configfile", *configfiles]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
+    lines = done.stdout.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.startswith("output_file\t")), None)
+    if done.returncode != 0 or header is None:
+        raise SkillevalError(
+            f"cannot ask Snakemake what was built from what in {root} "
+            f"(snakemake --detailed-summary): {(done.stderr or done.stdout)[-1500:]}"
+        )
+    records: dict[str, list[str]] = {}
+    for line in lines[header + 1 :]:
+        fields = line.split("\t")
+        if len(fields) >= 5:
+            records[fields[0]] = [] if fields[4] == "-" else fields[4].split(",")
+    return records
+
+
+def dependents_of(root: Path, files: Sequence[str], configfiles: Sequence[str] = ()) -> list[str]:
     """Every output built, directly or not, from ``files``, by Snakemake's own records.
 
     Snakemake does not rebuild a missing intermediate file while the outputs made from
     it are present, so archiving a run also archives what was built from it: the next
     build then redoes the run and everything that depends on it.
     """
-    records = {}
-    for record in (root / ".snakemake" / "metadata").glob("*"):
-        try:
-            output = base64.b64decode(record.name.replace("@", "/")).decode()
-            records[output] = json.loads(record.read_text()).get("input", [])
-        except (ValueError, OSError):
-            continue
+    records = built_from(root, configfiles)
     found: list[str] = []
     frontier = [f.rstrip("/") for f in files]
     while frontier:
@@ -127,12 +163,12 @@ def dependents_of(root: Path, files: Sequence[str]) -> list[str]:
 
 def clean_run(run: str, config: dict[str, Any], root: Path, mode: str) -> list[Path]:
     """mode: 'list' (default, touches nothing), 'archive' or 'delete'."""
-    if (root / "results" / "runs" / run / "summary.json").exists():
+    paths = run_paths(run, root, config)
+    if any((p / "summary.json").exists() for p in paths if p.is_dir()):
         raise SkillevalError(
             f"run {run!r} is finished (summary.json exists); use 'skilleval archive' to "
             "supersede a finished run, clean is for unfinished ones"
         )
-    paths = run_paths(run, root)
     if not paths:
         raise SkillevalError(
             f"no unfinished run {run!r}: nothing of it under {root / 'results'} (a run's "
