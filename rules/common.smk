@@ -14,6 +14,7 @@ from skilleval.config.rule_inputs import (
     SourceFiles,
 )
 from skilleval.errors import ConfigError, GpuLeaseError
+from skilleval.report.where import where_results
 from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.evidence import model_run_code, rule_code, trainer_run_code

@@ -218,6 +218,13 @@ rule paper:
         rules.paper_ablation_section.output,
         rules.ablation_splits.output,
         rules.audit_weight_diff.output,
+    log:
+        f"{paths.LOGS}/paper/paper.log",
+    run:
+        # The build's last words on the terminal (and in the log): where the results are.
+        summary = where_results()
+        Path(log[0]).write_text(f"{summary}\n")
+        print(summary, file=sys.stderr)
 
 
 rule paper_pdf:

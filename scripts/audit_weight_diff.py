@@ -1,7 +1,7 @@
 from skilleval.checkpoints.diff import build_weight_diff
 from skilleval.logs import logged
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     build_weight_diff(
         snakemake.input.base,
         snakemake.input.final,

@@ -3,7 +3,7 @@ from pathlib import Path
 from skilleval.analysis.contrast import build_contrast
 from skilleval.logs import logged
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     build_contrast(
         snakemake.wildcards.contrast,
         snakemake.params.spec,

@@ -3,7 +3,7 @@ from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.gpu import export_allowed
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     export_allowed(snakemake.resources.get("gpu_devices"))
     inputs = RunInputs.from_settings(snakemake.params.inputs, dict(snakemake.input.items()))
     evaluate(

@@ -1,7 +1,7 @@
 from skilleval.analysis.ranking import freeze_bank
 from skilleval.logs import logged
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     selection = snakemake.params.selection
     freeze_bank(
         snakemake.input.beta,

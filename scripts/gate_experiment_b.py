@@ -4,7 +4,7 @@ from skilleval.analysis.gate import run_dirs
 from skilleval.analysis.ranking import experiment_b
 from skilleval.logs import logged
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     experiment_b(
         snakemake.input.beta,
         snakemake.input.design,

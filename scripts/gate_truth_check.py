@@ -1,7 +1,7 @@
 from skilleval.analysis.ranking import truth_check
 from skilleval.logs import logged
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     truth_check(
         snakemake.input.beta,
         snakemake.input.truth,

@@ -1,7 +1,7 @@
 from skilleval.logs import logged
 from skilleval.report.tables import render_main_table
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     render_main_table(
         dict(zip(snakemake.params.runs, snakemake.input.summaries, strict=True)),
         dict(zip(snakemake.params.contrasts, snakemake.input.verdicts, strict=True)),

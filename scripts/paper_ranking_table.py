@@ -1,7 +1,7 @@
 from skilleval.logs import logged
 from skilleval.report.tables import render_ranking_table
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     params, inputs = snakemake.params, snakemake.input
     render_ranking_table(
         params.arms,

@@ -3,7 +3,7 @@ from pathlib import Path
 from skilleval.logs import logged
 from skilleval.report.front import write_front_page
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     write_front_page(
         snakemake.input.table,
         snakemake.input.table_caption,

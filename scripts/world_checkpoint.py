@@ -4,7 +4,7 @@ from skilleval.logs import logged
 from skilleval.world.design import CheckpointDesign
 from skilleval.world.generate import write_checkpoint
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     design = dict(snakemake.params.design)
     design["logits"] = tuple(design["logits"])
     write_checkpoint(

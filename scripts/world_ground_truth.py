@@ -1,7 +1,7 @@
 from skilleval.logs import logged
 from skilleval.world.build import build_ground_truth
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     build_ground_truth(
         snakemake.input.catalogue,
         snakemake.input.splits,

@@ -3,7 +3,7 @@ from pathlib import Path
 from skilleval.logs import logged
 from skilleval.world.generate import write_tasks
 
-with logged(snakemake.log[0]):
+with logged(snakemake.log[0], snakemake):
     world = snakemake.params.world
     write_tasks(
         world["seed"],

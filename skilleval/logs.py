@@ -6,6 +6,8 @@ import contextlib
 import logging
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 from skilleval.errors import SkillevalError
 from skilleval.interrupts import Interrupted
@@ -19,9 +21,16 @@ def quiet_libraries(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING or record.name.split(".")[0] not in CHATTY_LIBRARIES
 
 
+def _files(files: Any) -> str:
+    names = [str(f) for f in files]
+    return f"{len(names)} file(s)" + (": " + ", ".join(names) if names else "")
+
+
 @contextlib.contextmanager
-def logged(path: str, level: int = logging.INFO) -> Iterator[logging.Logger]:
-    """Send logging and stderr to ``path``; a SkillevalError ends the job with one clear line."""
+def logged(path: str, job: Any = None, level: int = logging.INFO) -> Iterator[logging.Logger]:
+    """Send logging and stderr to ``path``; a SkillevalError ends the job with one clear line.
+    With ``job`` (a rule script's ``snakemake`` object) the log opens with the rule, what it
+    reads and what it writes, and closes with what it wrote: no job leaves an empty log."""
     with open(path, "a", buffering=1) as handle, contextlib.redirect_stderr(handle):
         handler = logging.StreamHandler(handle)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -29,8 +38,15 @@ def logged(path: str, level: int = logging.INFO) -> Iterator[logging.Logger]:
         root.addHandler(handler)
         handler.addFilter(quiet_libraries)
         root.setLevel(level)
+        if job is not None:
+            wildcards = ", ".join(f"{k}={v}" for k, v in dict(job.wildcards).items())
+            root.info("start: rule %s%s", job.rule, f" ({wildcards})" if wildcards else "")
+            root.info("reads %s", _files(job.input))
+            root.info("writes %s", _files(job.output))
         try:
             yield root
+            if job is not None:
+                root.info("done: wrote %s", _files(f for f in job.output if Path(f).exists()))
         except SkillevalError as error:
             root.error("%s", error)
             print(f"skilleval: {error} (log: {path})", file=sys.__stderr__)
