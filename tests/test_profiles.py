@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import snakemake
+from tests.conftest import REPO, snakemake
 
 
 def dry(workflow_copy: Path, profile: str, *args: str) -> str:
@@ -63,3 +63,13 @@ def test_slurm_profile_refuses_a_loopback_environment(workflow_copy: Path) -> No
     assert "protocols.local-sglang.environment.url = 'http://127.0.0.1:5700'" in out
     assert "jobs run on cluster nodes" in out and "routable address" in out
     assert "exit 0" in dry(workflow_copy, "gpu-host")  # one host: its loopback is right
+
+
+def test_no_profile_serialises_model_runs_beyond_the_cards() -> None:
+    """Each run owns its server (leased cards and port, identity-checked), so the host runs
+    as many servers as its cards hold and a cluster as many as its scheduler grants."""
+    host = yaml.safe_load((REPO / "profiles" / "gpu-host" / "config.yaml").read_text())
+    cards_per_server = 4  # the protocol's tp x dp_size (config/config.yaml: 1 x 4)
+    assert host["resources"]["model_server"] == host["resources"]["gpu"] // cards_per_server == 3
+    slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert "model_server" not in slurm["resources"]
