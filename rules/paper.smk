@@ -218,13 +218,6 @@ rule paper:
         rules.paper_ablation_section.output,
         rules.ablation_splits.output,
         rules.audit_weight_diff.output,
-    log:
-        f"{paths.LOGS}/paper/paper.log",
-    run:
-        # The build's last words on the terminal (and in the log): where the results are.
-        summary = where_results()
-        Path(log[0]).write_text(f"{summary}\n")
-        print(summary, file=sys.stderr)
 
 
 rule paper_pdf:
@@ -243,3 +236,11 @@ rule paper_pdf:
         build_dir=paths.PAPER_BUILD,
     script:
         "../scripts/paper_pdf.py"
+
+
+# A build of the paper ends by saying where its results are (a job of its own would cost a
+# process start; Snakemake calls onsuccess in its own process, never on a dry run or inside
+# a cluster job).
+onsuccess:
+    if any(job.rule.name == "paper" for job in workflow.dag.targetjobs):
+        print(where_results(), file=sys.stderr)

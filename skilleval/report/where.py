@@ -11,7 +11,7 @@ def where_results(root: Path = Path()) -> str:
     notice_file = root / paths.PAPER_NOTICE_TEXT
     notice = notice_file.read_text().strip() if notice_file.exists() else ""
     pdf = root / paths.PAPER_PDF
-    tables = sorted({p.stem for p in (root / "paper" / "tables").glob("*.tex")})
+    tables = sorted(p.stem for p in (root / "paper" / "tables").glob("*.md"))
     lines = [
         "skilleval: the paper's evidence is built.",
         f"  tables   paper/tables/ ({', '.join(tables)}; .tex, .csv, .md, .html)",
