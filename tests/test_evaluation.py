@@ -169,3 +169,33 @@ def test_registered_fingerprint_mismatch_is_refused(small_world: Path, tmp_path:
             str(tmp_path / "s"),
             str(tmp_path / "j"),
         )
+
+
+def test_a_run_starts_its_longest_expected_episodes_first_with_the_same_results(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an earlier run's lengths of the same tasks in the journal root (another
+    checkpoint, even), the run submits its longest expected episodes first; every task's
+    record is what the listed order gives."""
+    import skilleval.runs.evaluation as evaluation
+
+    journal = str(tmp_path / "journal")
+    evaluate(run_inputs(small_world, "final-free"), str(tmp_path / "f.jsonl"),
+             str(tmp_path / "f.json"), journal)  # fmt: skip
+    listed = evaluate(run_inputs(small_world, "base-S0"), str(tmp_path / "a.jsonl"),
+                      str(tmp_path / "a.json"), str(tmp_path / "alone"))  # fmt: skip
+    submitted: list[list[tuple[str, int]]] = []
+    real = evaluation.run_episodes
+
+    def recording(keys, *args, **kwargs):  # type: ignore[no-untyped-def]
+        submitted.append(list(keys))
+        return real(submitted[-1], *args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "run_episodes", recording)
+    ordered = evaluate(run_inputs(small_world, "base-S0"), str(tmp_path / "b.jsonl"),
+                       str(tmp_path / "b.json"), journal)  # fmt: skip
+    steps = {r["task_id"]: r["steps"] for r in read_jsonl(tmp_path / "f.jsonl")}
+    order = [steps[task] for task, _ in submitted[0]]
+    assert order == sorted(order, reverse=True) and order != [steps[t] for t in sorted(steps)]
+    assert read_jsonl(tmp_path / "b.jsonl") == read_jsonl(tmp_path / "a.jsonl")
+    assert ordered["reward"] == listed["reward"]

@@ -23,11 +23,17 @@ from skilleval.provenance.evidence import model_run_code
 from skilleval.provenance.record import provenance
 from skilleval.runs.backends import make_backends, make_service
 from skilleval.runs.inputs import RunInputs, results_protocol
-from skilleval.runs.journal import Journal
+from skilleval.runs.journal import Journal, prior_episode_steps
 from skilleval.runs.records import RunSummary
 from skilleval.runs.resolve import ResolvedRun, resolve
 from skilleval.runs.rollout import EpisodeResult, run_episode
-from skilleval.runs.runner import EpisodeFn, RetryPolicy, RunStats, run_episodes
+from skilleval.runs.runner import (
+    EpisodeFn,
+    RetryPolicy,
+    RunStats,
+    longest_expected_first,
+    run_episodes,
+)
 from skilleval.serving.outage import RetryLedger
 from skilleval.storage import atomic
 
@@ -192,8 +198,21 @@ def _run_all(
         len(resolved.keys),
         inputs.protocol_name,
     )
+    expected = prior_episode_steps(journal.dir.parent, inputs.run, {k[0] for k in resolved.keys})
+    log.info(
+        "episode order: %s",
+        f"longest expected first ({len(expected)} tasks' lengths from earlier runs)"
+        if expected
+        else "as listed (no earlier run of these tasks)",
+    )
     stats = run_episodes(
-        resolved.keys, episode, journal, runtime["concurrency"], inputs.run, retry, ledger=ledger
+        longest_expected_first(resolved.keys, expected),
+        episode,
+        journal,
+        runtime["concurrency"],
+        inputs.run,
+        retry,
+        ledger=ledger,
     )
     records = [journal.records[k] for k in sorted(resolved.keys) if k in journal.records]
     journal_path = str(journal.path)

@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +257,20 @@ def archive_journal(
 def archive_root(journal_run_dir: Path) -> Path:
     """The archive/journal folder beside the journal root."""
     return journal_run_dir.parent.parent / "archive" / "journal"
+
+
+def prior_episode_steps(root: Path, run: str, task_ids: Iterable[str]) -> dict[str, float]:
+    """Task id -> mean steps of its episodes in the other runs' journals under ``root`` (any
+    checkpoint): what a run may expect of its tasks' lengths. Read for the order in which a
+    run starts its episodes, never for a result."""
+    wanted = set(task_ids)
+    steps: dict[str, list[int]] = {}
+    for path in sorted(Path(root).glob("*/*.jsonl")):
+        if path.parent.name == run:
+            continue
+        records, _ = read_journal(path)
+        for record in records:
+            task, length = record.get("task_id"), record.get("steps")
+            if task in wanted and isinstance(length, int):
+                steps.setdefault(task, []).append(length)
+    return {task: sum(v) / len(v) for task, v in steps.items()}

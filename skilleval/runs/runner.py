@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
@@ -122,6 +122,20 @@ class _Schedule:
         log.warning("task %s repeat %d: %s; retry in %.2fs", key[0], key[1], reason, delay)
         self.not_before[key] = time.monotonic() + delay
         self.queue.append(key)
+
+
+def longest_expected_first(
+    keys: Iterable[RecordKey], expected_steps: Mapping[str, float]
+) -> list[RecordKey]:
+    """``keys`` with the longest expected episodes first, so that the last minutes of a run
+    are not a few long episodes on an idle server; a task of unknown length counts as the
+    mean. Without any expectation the order is kept. Results cannot depend on the order:
+    an episode's randomness is its task's, and records are written in key order."""
+    keys = list(keys)
+    if not expected_steps:
+        return keys
+    mean = sum(expected_steps.values()) / len(expected_steps)
+    return sorted(keys, key=lambda key: -expected_steps.get(key[0], mean))
 
 
 def run_episodes(
