@@ -73,6 +73,13 @@ def test_every_job_sees_its_leased_cards_or_none_and_never_gpu0(tmp_path: Path) 
     (tmp_path / "workflow").mkdir()
     workdir = copy_workflow(tmp_path / "workflow")
     host_workflow(workdir)
+    # One model server at a time: the stand-in also serves the run's environment on the
+    # protocol's one port, which two live stand-ins cannot share (servers in parallel with
+    # one environment server: benchmarks/bench_gpu_phase.py).
+    profile = workdir / "profiles" / "gpu-host" / "config.yaml"
+    serial = profile.read_text().replace("  model_server: 3\n", "  model_server: 1\n")
+    assert serial != profile.read_text()
+    profile.write_text(serial)
     (tmp_path / "bin").mkdir()
     write_nvidia_smi(tmp_path / "bin", 14)
     (tmp_path / "site").mkdir()
