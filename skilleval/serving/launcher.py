@@ -162,8 +162,11 @@ def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -
             started = server_container(
                 client, run, launch, weights, arguments, cards, port, healthy
             )
-        with started:
-            yield base_url
+        try:
+            with started:
+                yield base_url
+        finally:
+            log.info("run %s: model server stopped; GPUs %s and port %d released", run, cards, port)
 
 
 def launches_sglang(kind: str, launch: Mapping[str, Any]) -> bool:

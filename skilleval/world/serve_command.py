@@ -11,6 +11,7 @@ import shlex
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from skilleval import paths
@@ -24,6 +25,7 @@ def serve_world(args: argparse.Namespace) -> int:
     faults = Faults(
         rate=args.fault_rate, kinds=tuple(args.fault_kinds.split(",")), latency_s=args.latency
     )
+    time.sleep(args.startup_delay)
     servers = start_servers(
         str(resolve_weights(args.model_path)),
         args.world_dir,
@@ -105,4 +107,10 @@ def add_serve_world(sub: Any) -> None:
         help="share of environment steps applied whose reply is then dropped",
     )
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to each reply")
+    serve.add_argument(
+        "--startup-delay",
+        type=float,
+        default=0.0,
+        help="seconds before the servers listen (an sglang start-up stand-in, for benchmarks)",
+    )
     serve.set_defaults(func=serve_world)
