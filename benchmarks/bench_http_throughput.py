@@ -12,7 +12,9 @@ through evaluate(), and compares the wall time with two floors:
   client's cost.
 
 Also prints the client's and the servers' CPU milliseconds per model request. Asserts
-nothing. Usage: python benchmarks/bench_http_throughput.py [latency_s]
+nothing. Runs the tasks twice: in the listed order (no earlier run), then as a later run
+whose tasks' lengths the first run's journal holds (longest expected first, issue 27).
+Usage: python benchmarks/bench_http_throughput.py [latency_s]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from skilleval.config.plan import WorkflowPlan
 from skilleval.runs.evaluation import evaluate
@@ -110,31 +113,63 @@ def main(latency: float) -> None:
         catalogue=str(root / "catalogue.json"),
         backends={"policy": "openai", "environment": "http", "model_server": "external"},
     )
-    start, cpu_start = time.perf_counter(), time.process_time()
-    summary = evaluate(inputs, str(root / "r.jsonl"), str(root / "s.json"), str(root / "journal"))
-    elapsed, client_cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    server_cpu = process_cpu_s(server.pid)
+    concurrency = protocol["runtime"]["concurrency"]
+    first = timed_run(inputs, root, "listed", server.pid)
+    # The same tasks again, as a later run: the first run's journal holds their lengths.
+    second = timed_run(replace(inputs, run=f"{inputs.run}-again"), root, "again", server.pid)
     server.terminate()
     server.wait()
-    steps = [json.loads(line)["steps"] for line in (root / "r.jsonl").open()]
-    requests = sum(steps)
-    concurrency = protocol["runtime"]["concurrency"]
-    bound = max(requests * latency / concurrency, max(steps) * latency)
-    floor = schedule_floor(steps, latency, concurrency)
-    print(
-        f"latency {latency * 1000:.0f} ms per reply, concurrency {concurrency}, "
-        f"{len(steps)} tasks, {requests} model requests in {elapsed:.2f} s"
-    )
-    print(f"  bound {bound:.2f} s: {100 * bound / elapsed:.1f}% of it reached (target >= 95%)")
-    print(
-        f"  schedule floor for this task order {floor:.2f} s: {100 * floor / elapsed:.1f}% "
-        "of it reached"
-    )
-    print(
-        f"  CPU per model request: client {1000 * client_cpu / requests:.1f} ms, "
-        f"servers {1000 * server_cpu / requests:.1f} ms; retries "
-        f"{summary['provenance']['execution']['retries'] or 'none'}"
-    )
+    for label, (elapsed, client_cpu, server_cpu, records, order) in (
+        ("without earlier lengths (listed order)", first),
+        ("with the first run's lengths (longest expected first)", second),
+    ):
+        steps = [r["steps"] for r in records]
+        by_task = {r["task_id"]: r["steps"] for r in records}
+        requests = sum(steps)
+        bound = max(requests * latency / concurrency, max(steps) * latency)
+        floor = schedule_floor([by_task[task] for task in order], latency, concurrency)
+        print(
+            f"{label}: latency {latency * 1000:.0f} ms per reply, concurrency {concurrency}, "
+            f"{len(steps)} tasks, {requests} model requests in {elapsed:.2f} s"
+        )
+        print(f"  bound {bound:.2f} s: {100 * bound / elapsed:.1f}% of it reached")
+        print(
+            f"  schedule floor for this task order {floor:.2f} s: {100 * floor / elapsed:.1f}% "
+            "of it reached"
+        )
+        print(
+            f"  CPU per model request: client {1000 * client_cpu / requests:.1f} ms, "
+            f"servers {1000 * server_cpu / requests:.1f} ms"
+        )
+    same = [r | {"run": None} for r in first[3]] == [r | {"run": None} for r in second[3]]
+    print(f"results identical task by task: {same}")
+
+
+def timed_run(
+    inputs: Any, root: Path, label: str, server_pid: int
+) -> tuple[float, float, float, list[dict[str, Any]], list[str]]:
+    """(wall s, client CPU s, server CPU s, records, the order episodes were started in)."""
+    import skilleval.runs.evaluation as evaluation
+
+    order: list[str] = []
+    run_episodes = evaluation.run_episodes
+
+    def recording(keys: Any, *args: Any, **kwargs: Any) -> Any:
+        keys = list(keys)
+        order.extend(task for task, _ in keys)
+        return run_episodes(keys, *args, **kwargs)
+
+    evaluation.run_episodes = recording  # type: ignore[assignment]
+    server_before = process_cpu_s(server_pid)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    try:
+        evaluate(inputs, str(root / f"{label}.jsonl"), str(root / f"{label}.json"),
+                 str(root / "journal"))  # fmt: skip
+    finally:
+        evaluation.run_episodes = run_episodes  # type: ignore[assignment]
+    elapsed, client_cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    records = [json.loads(line) for line in (root / f"{label}.jsonl").open()]
+    return elapsed, client_cpu, process_cpu_s(server_pid) - server_before, records, order
 
 
 if __name__ == "__main__":
