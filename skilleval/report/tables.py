@@ -6,7 +6,7 @@ reason in a table note, never dropped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -144,6 +144,19 @@ def contrast_header(confidence: str) -> tuple[str, ...]:
     )
 
 
+CONTRAST_KEYS = ("name", "arms", "estimate", "ci", "verdict", "p_holm")
+
+
+def noted_rows(
+    cells: Sequence[Mapping[str, str]], keys: Sequence[str], notes: Iterable[str]
+) -> list[list[str]]:
+    """The copies' rows: the LaTeX cells under ``keys``, then the Note column."""
+    return [
+        [c[k] for k in keys] + [note_cell(c["mark"], note)]
+        for c, note in zip(cells, notes, strict=True)
+    ]
+
+
 def note_cell(mark: str, note: str) -> str:
     """The copies' Note column: the row's table-note mark and its reason."""
     return f"{mark} {latex_escape(note)}".strip() if mark else ""
@@ -213,35 +226,17 @@ def render_main_table(
                 "Runs",
                 "runs",
                 RUN_HEADER,
-                [
-                    [
-                        c["name"],
-                        c["bank"],
-                        c["reward"],
-                        c["r_success"],
-                        c["coverage"],
-                        c["tokens"],
-                        note_cell(c["mark"], note),
-                    ]
-                    for c, note in zip(run_cells, runs["note"], strict=True)
-                ],
+                noted_rows(
+                    run_cells,
+                    ("name", "bank", "reward", "r_success", "coverage", "tokens"),
+                    runs["note"],
+                ),
             ),
             Section(
                 "Contrasts",
                 "contrasts",
                 contrast_header(confidence),
-                [
-                    [
-                        c["name"],
-                        c["arms"],
-                        c["estimate"],
-                        c["ci"],
-                        c["verdict"],
-                        c["p_holm"],
-                        note_cell(c["mark"], note),
-                    ]
-                    for c, note in zip(contrast_cells, contrasts["note"], strict=True)
-                ],
+                noted_rows(contrast_cells, CONTRAST_KEYS, contrasts["note"]),
             ),
         ],
         notice,
@@ -435,36 +430,17 @@ def render_ranking_table(
                     r"$p_\mathrm{Holm}$",
                     "Note",
                 ),
-                [
-                    [
-                        c["label"],
-                        c["reward"],
-                        c["r_success"],
-                        c["estimate"],
-                        c["ci"],
-                        c["verdict"],
-                        c["p_holm"],
-                        note_cell(c["mark"], note),
-                    ]
-                    for c, note in zip(arm_cells, frame["note"], strict=True)
-                ],
+                noted_rows(
+                    arm_cells,
+                    ("label", "reward", "r_success", "estimate", "ci", "verdict", "p_holm"),
+                    frame["note"],
+                ),
             ),
             Section(
                 "Pairwise contrasts",
                 "contrasts",
                 contrast_header(confidence),
-                [
-                    [
-                        c["name"],
-                        c["arms"],
-                        c["estimate"],
-                        c["ci"],
-                        c["verdict"],
-                        c["p_holm"],
-                        note_cell(c["mark"], note),
-                    ]
-                    for c, note in zip(contrast_cells, contrasts["note"], strict=True)
-                ],
+                noted_rows(contrast_cells, CONTRAST_KEYS, contrasts["note"]),
             ),
             Section(
                 "Chunk betas",
