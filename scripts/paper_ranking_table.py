@@ -1,5 +1,5 @@
 from skilleval.logs import logged
-from skilleval.report.tables import render_ranking_table
+from skilleval.report.ranking_table import render_ranking_table
 
 with logged(snakemake.log[0], snakemake):
     params, inputs = snakemake.params, snakemake.input

@@ -1,6 +1,6 @@
 """skilleval: evaluation and ablation evidence of a skill-learning paper as a build graph."""
 
-from skilleval.interrupts import is_rule_script, quiet_interrupts
+from skilleval.logs import is_rule_script, quiet_interrupts
 
 __version__ = "0.1.0"
 

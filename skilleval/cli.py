@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.errors import ServiceError, SkillevalError
-from skilleval.interrupts import Interrupted, quiet_interrupts
+from skilleval.logs import Interrupted, quiet_interrupts
 from skilleval.serving.gpu import lock_directory
 from skilleval.world.serve_command import add_serve_world
 
@@ -19,9 +19,10 @@ from skilleval.world.serve_command import add_serve_world
 def cmd_compare(args: argparse.Namespace) -> int:
     from skilleval.analysis.contrast import RunRecords, compare
     from skilleval.analysis.verdict import verdict_of
+    from skilleval.config.typos import check_declared_run
 
     for directory in (args.run_a, args.run_b):
-        _check_declared_run(Path(directory), Path(args.root))
+        check_declared_run(Path(directory), Path(args.root))
     control, treatment = RunRecords.load(args.run_a), RunRecords.load(args.run_b)
     result = compare(
         control,
@@ -126,52 +127,11 @@ def cmd_stale(args: argparse.Namespace) -> int:
     return 1 if jobs else 0
 
 
-def _check_declared_run(directory: Path, root: Path) -> None:
-    """A run directory that is not there and whose name the config does not declare: name
-    the declared runs (a typo), rather than a build command that cannot work."""
-    if (directory / "summary.json").exists() or not (root / "config/config.yaml").exists():
-        return
-    from skilleval.config.plan import WorkflowPlan
-    from skilleval.config.typos import unknown_name
-
-    config, _ = _config(argparse.Namespace(root=str(root), configfile=None))
-    plan = WorkflowPlan(config)
-    declared = [*plan.runs, *plan.masked]
-    if directory.name not in declared:
-        raise SkillevalError(
-            f"{directory}: "
-            + unknown_name("run", directory.name, declared)
-            + "; a run's directory is results/runs/<run> (a masked run's is under results/gate)"
-        )
-
-
 def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
-    """The config as Snakemake sees it: config/config.yaml extended by each --configfile."""
-    from skilleval.config.checks import validate_config
-    from skilleval.config.loading import config_sources, merged_config
+    from skilleval.config.as_snakemake import snakemake_config
 
     root = Path(args.root)
-    files = [root / f for f in ["config/config.yaml", *(args.configfile or [])]]
-    config = merged_config(files)
-    profile = getattr(args, "profile", None)
-    if profile:
-        import yaml
-        from snakemake.utils import update_config
-
-        # A profile's `config:` is Snakemake's --config: it overrides every config file.
-        profile_file = next(
-            (
-                p / "config.yaml"
-                for p in (root / profile, Path(profile))
-                if (p / "config.yaml").exists()
-            ),
-            None,
-        )
-        if profile_file is None:
-            raise SkillevalError(f"--profile {profile}: no config.yaml in {root / profile}")
-        update_config(config, yaml.safe_load(profile_file.read_text()).get("config") or {})
-    validate_config(config, config_sources(files))
-    return config, root
+    return snakemake_config(root, args.configfile or [], getattr(args, "profile", None)), root
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
@@ -425,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The ``skilleval`` command: an interrupt ends it in one line (skilleval.interrupts)."""
+    """The ``skilleval`` command: an interrupt ends it in one line (skilleval.logs)."""
     quiet_interrupts()
     sys.exit(main())
 

@@ -1,16 +1,53 @@
-"""Logging for rule scripts: everything to the job's log file, user errors without traceback."""
+"""Logging for rule scripts: everything to the job's log file, user errors without traceback,
+and quiet interrupts.
+
+Ctrl-C in a terminal signals the whole process group, so every running rule script gets
+it; Python's default (KeyboardInterrupt, or death by SIGTERM) prints a traceback from
+whatever each script was doing. Here both signals raise ``Interrupted``, a SystemExit with
+the shell's code (128 + the signal), which the job's log context notes in one line; Python
+prints no traceback for a SystemExit.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from skilleval.errors import SkillevalError
-from skilleval.interrupts import Interrupted
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Where Snakemake writes a rule's script before running it with Python (snakemake/script
+# /__init__.py: ScriptBase writes it under the persistence's script_path).
+RULE_SCRIPT_DIR = "/.snakemake/scripts/"
+
+
+class Interrupted(SystemExit):
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signal_name = signal.Signals(signum).name
+
+
+def _raise_interrupted(signum: int, _frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def quiet_interrupts() -> None:
+    """SIGINT and SIGTERM raise Interrupted from now on (the main thread only can)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in SIGNALS:
+            signal.signal(signum, _raise_interrupted)
+
+
+def is_rule_script() -> bool:
+    return bool(sys.argv) and RULE_SCRIPT_DIR in sys.argv[0]
+
 
 # Libraries that log every HTTP request at INFO (httpx2 is the copy of httpx that openai
 # ships): one line per request would bury a run's progress lines. Their warnings still show.

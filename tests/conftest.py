@@ -129,6 +129,7 @@ def small_paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def small_paper_sources(workdir: Path) -> Path:
     """The small paper's sources, unbuilt, in ``workdir`` (see small_paper)."""
+    workdir.mkdir(parents=True, exist_ok=True)
     copy_workflow(workdir)
     shutil.copytree(
         REPO / "skilleval", workdir / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
@@ -188,3 +189,26 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEn
     engine = DockerEngine(tmp_path_factory.mktemp("docker")).start()
     yield engine
     engine.stop()
+
+
+# The longest test files, slowest first (pytest --durations, 2 cores): run first, so that
+# no worker starts one of them when the others are nearly done (pytest-xdist hands out
+# whole files in collection order).
+LONGEST_FIRST = (
+    "test_lowest_versions.py",
+    "test_staleness.py",
+    "test_gpu_host.py",
+    "test_readme.py",
+    "test_workflow_e2e.py",
+    "test_renamed_world.py",
+    "test_bad_inputs.py",
+    "test_slurm.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file keeps its own order

@@ -88,4 +88,4 @@ def test_a_closed_pipe_and_an_unknown_run_behave_as_unix_tools(tmp_path: Path) -
         capture_output=True,
         text=True,
     )
-    assert unknown.returncode != 0 and "no unfinished run 'does-not-exist'" in unknown.stderr
+    assert unknown.returncode != 0 and "declares no run 'does-not-exist'" in unknown.stderr

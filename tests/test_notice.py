@@ -34,17 +34,15 @@ def test_the_notice_follows_what_answered(tmp_path: Path) -> None:
 
 
 def test_every_table_format_carries_its_notice(tmp_path: Path) -> None:
-    import pandas as pd
-
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({"run": "base-free", "simulated": SERVED, "service": {}}))
     notice = notice_of([str(summary)])
     outputs = {ext: str(tmp_path / f"t.{ext}") for ext in ("tex", "csv", "md", "html")}
-    frame = pd.DataFrame([{"run": "base-free", "reward": 0.5}])
-    write_table_set(outputs, "tex", [Section("Runs", "run", frame)], notice)
+    runs = Section("Runs", "runs", ("Run", "Reward"), [[r"\texttt{base-free}", "0.5000"]])
+    write_table_set(outputs, "tex", [runs], notice)
     csv = Path(outputs["csv"]).read_text().splitlines()
-    assert csv[0] == f"# {notice}" and csv[1] == "run,reward"
+    assert csv[:4] == [f"# {notice}", "# Runs", "Run,Reward", "base-free,0.5000"]
     assert Path(outputs["md"]).read_text().startswith(f"> {notice}")
     assert Path(outputs["html"]).read_text().startswith('<p class="notice">Simulated evidence')
-    write_table_set(outputs, "tex", [Section("Runs", "run", frame)], "")
-    assert Path(outputs["csv"]).read_text().startswith("run,reward")
+    write_table_set(outputs, "tex", [runs], "")
+    assert Path(outputs["csv"]).read_text().startswith("# Runs\nRun,Reward\n")

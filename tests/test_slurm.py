@@ -3,6 +3,7 @@ for two GPUs, one contrast, the main table) through a site copy of profiles/slur
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -65,7 +66,7 @@ def slice_workflow(workdir: Path) -> None:
 
 def cluster_jobs(cluster: SlurmCluster, expected: int) -> list[dict[str, str]]:
     """Jobs sacct recorded, waiting briefly for slurmdbd to catch up."""
-    fields = ("JobID", "Comment", "AllocTRES", "State", "Account", "Partition")
+    fields = ("JobID", "Comment", "AllocTRES", "State", "Account", "Partition", "Submit", "End")
     deadline = time.monotonic() + 60
     while True:
         out = cluster.run("sacct", "-X", "-P", "-n", "-o", ",".join(fields)).stdout
@@ -113,7 +114,15 @@ def test_a_paper_slice_builds_on_the_cluster_with_the_cards_it_asked_for(
         run = job["Comment"].rsplit("_", 1)[1]
         log = (workdir / "results" / "logs" / "runs" / f"{run}.log").read_text()
         # The run used exactly the cards SLURM gave its job, and says so.
-        assert f"devices 0,1 assigned by SLURM job {job['JobID']}" in log, log[-2000:]
+        given = re.search(rf"devices (\S+) assigned by SLURM job {job['JobID']} "
+                          r"\(SLURM_JOB_GPUS=(\S+)\)", log)  # fmt: skip
+        assert given and given[1] == given[2], log[-2000:]
+        assert len(given[1].split(",")) == CARDS_PER_RUN
         assert (workdir / "results" / "runs" / run / "summary.json").exists()
+    # No token holds model runs to one at a time: both were in the cluster's queue together
+    # (each submitted before the other ended); the scheduler alone decides when each runs.
+    first, second = sorted((j for j in jobs if j["Comment"].startswith("rule_eval_run")),
+                           key=lambda j: j["Submit"])  # fmt: skip
+    assert second["Submit"] < first["End"], (first, second)
     assert (workdir / "results" / "verdicts" / "s0-gain.json").exists()
     assert "s0-gain" in (workdir / "paper" / "tables" / "main.tex").read_text()

@@ -53,9 +53,9 @@ def _key_lines(node: yaml.Node, prefix: KeyPath, lines: dict[KeyPath, int], file
 
 
 def _syntax_error(path: str, text: str, error: yaml.MarkedYAMLError) -> YamlSyntaxError:
-    # A scanner error's context is where the bad token began (a key without its colon, an
-    # unclosed quote); its problem mark is only where the scanner gave up, often a line on.
-    scanning = bool(error.context and error.context.startswith("while scanning"))
+    # For a key without its colon or an unclosed quote, the context mark is where the bad
+    # token began; the problem mark is only where the scanner gave up, often a line on.
+    scanning = error.context in ("while scanning a simple key", "while scanning a quoted scalar")
     mark = (error.context_mark if scanning else None) or error.problem_mark or error.context_mark
     line = mark.line + 1 if mark else 0
     column = mark.column + 1 if mark else 0

@@ -104,6 +104,12 @@ def is_package_marker(module: str) -> bool:
     )
 
 
+# Package inits that run code yet hold nothing a result can depend on.
+PACKAGE_INITS: dict[str, str] = {
+    "skilleval": "the version, and quiet interrupts for rule scripts (skilleval.logs)",
+}
+
+
 # Modules no rule's output depends on, whatever the rule: what they hold is only ever shown
 # to a person. Every rule's code fingerprint leaves them out (rule_code).
 OUTPUT_NEUTRAL: dict[str, str] = {
@@ -133,6 +139,8 @@ def classification(module: str) -> tuple[bool, str] | None:
     above it; None when no entry does."""
     if is_package_marker(module):
         return False, "a package marker: it runs no code"
+    if module in PACKAGE_INITS:  # the package alone, never a prefix of its modules
+        return False, PACKAGE_INITS[module]
     parts = module.split(".")
     for end in range(len(parts), 0, -1):
         name = ".".join(parts[:end])

@@ -13,7 +13,7 @@ import pandas as pd
 
 from skilleval import paths
 from skilleval.analysis.family import holm_cell
-from skilleval.analysis.records import GateBeta, Verdict, VerdictFamily
+from skilleval.analysis.records import Verdict, VerdictFamily
 from skilleval.report.latex import environment, fmt_ci, latex_escape
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
@@ -22,7 +22,7 @@ from skilleval.runs.records import RunSummary
 DAGGER = r"$^\dagger$"
 
 
-def _verdict_row(name: str, verdict: Verdict, description: str = "") -> dict[str, Any]:
+def verdict_row(name: str, verdict: Verdict, description: str = "") -> dict[str, Any]:
     return {
         "contrast": name,
         "description": description,
@@ -69,8 +69,7 @@ def main_table_frames(
     """``descriptions`` come from config, so rewording one reruns only the table."""
     runs = [_run_row(name, RunSummary.read(path)) for name, path in summaries.items()]
     contrasts = [
-        _verdict_row(name, Verdict.read(path), descriptions[name])
-        for name, path in verdicts.items()
+        verdict_row(name, Verdict.read(path), descriptions[name]) for name, path in verdicts.items()
     ]
     return pd.DataFrame(runs), pd.DataFrame(contrasts)
 
@@ -114,7 +113,7 @@ def family_caption(family: VerdictFamily) -> str:
     )
 
 
-def _contrast_cells(contrasts: pd.DataFrame, notes: Notes) -> list[dict[str, str]]:
+def contrast_cells(contrasts: pd.DataFrame, notes: Notes) -> list[dict[str, str]]:
     return [
         {
             "name": latex_escape(row.contrast),
@@ -162,7 +161,7 @@ def note_cell(mark: str, note: str) -> str:
     return f"{mark} {latex_escape(note)}".strip() if mark else ""
 
 
-def _percent(confidence: float) -> str:
+def percent(confidence: float) -> str:
     return f"{confidence:.0%}".replace("%", r"\%")
 
 
@@ -178,9 +177,58 @@ def render_main_table(
     contrasts = with_family(contrasts, "contrast", family)
     notice = notice_of(list(summaries.values()))
     notes = Notes()
+    run_cells = _run_cells(runs, notes)
+    shown = contrast_cells(contrasts, notes)
+    tex = (
+        environment()
+        .get_template("main_table.tex.j2")
+        .render(
+            sources=f"{paths.fill(paths.RUN_SUMMARY, run='*')}, "
+            f"{paths.fill(paths.VERDICT, contrast='*')}",
+            split=latex_escape("/".join(runs["split"].unique())),
+            n_tasks="/".join(str(int(n)) for n in runs["n_tasks"].unique()),
+            protocol=latex_escape(", ".join(runs["protocol"].unique())),
+            prompt=latex_escape(", ".join(runs["prompt"].unique())),
+            confidence=percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "",
+            family=family_caption(family),
+            simulated=caption_of(notice),
+            runs=run_cells,
+            contrasts=shown,
+            notes=notes.lines,
+        )
+    )
+    confidence = percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "95\\%"
+    runs_section = Section(
+        "Runs",
+        "runs",
+        RUN_HEADER,
+        noted_rows(
+            run_cells, ("name", "bank", "reward", "r_success", "coverage", "tokens"), runs["note"]
+        ),
+    )
+    write_table_set(
+        outputs,
+        tex,
+        [runs_section, contrast_section("Contrasts", shown, contrasts, confidence)],
+        notice,
+    )
+
+
+def contrast_section(
+    title: str, cells: Sequence[Mapping[str, str]], contrasts: pd.DataFrame, confidence: str
+) -> Section:
+    return Section(
+        title,
+        "contrasts",
+        contrast_header(confidence),
+        noted_rows(cells, CONTRAST_KEYS, contrasts["note"]),
+    )
+
+
+def _run_cells(runs: pd.DataFrame, notes: Notes) -> list[dict[str, str]]:
     # Runs of several splits or protocols in one table: each row says its own.
     mixed = any(runs[column].nunique() > 1 for column in ("split", "protocol", "prompt"))
-    run_cells = [
+    return [
         {
             "name": latex_escape(row.run)
             + (
@@ -198,276 +246,3 @@ def render_main_table(
         }
         for row in runs.itertuples()
     ]
-    contrast_cells = _contrast_cells(contrasts, notes)
-    tex = (
-        environment()
-        .get_template("main_table.tex.j2")
-        .render(
-            sources=f"{paths.fill(paths.RUN_SUMMARY, run='*')}, "
-            f"{paths.fill(paths.VERDICT, contrast='*')}",
-            split=latex_escape("/".join(runs["split"].unique())),
-            n_tasks="/".join(str(int(n)) for n in runs["n_tasks"].unique()),
-            protocol=latex_escape(", ".join(runs["protocol"].unique())),
-            prompt=latex_escape(", ".join(runs["prompt"].unique())),
-            confidence=_percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "",
-            family=family_caption(family),
-            simulated=caption_of(notice),
-            runs=run_cells,
-            contrasts=contrast_cells,
-            notes=notes.lines,
-        )
-    )
-    confidence = _percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "95\\%"
-    write_table_set(
-        outputs,
-        tex,
-        [
-            Section(
-                "Runs",
-                "runs",
-                RUN_HEADER,
-                noted_rows(
-                    run_cells,
-                    ("name", "bank", "reward", "r_success", "coverage", "tokens"),
-                    runs["note"],
-                ),
-            ),
-            Section(
-                "Contrasts",
-                "contrasts",
-                contrast_header(confidence),
-                noted_rows(contrast_cells, CONTRAST_KEYS, contrasts["note"]),
-            ),
-        ],
-        notice,
-    )
-
-
-def ranking_frames(
-    arms: Sequence[Mapping[str, Any]],
-    summaries: Sequence[str],
-    vs_free: Sequence[str],
-    pairwise: Mapping[str, str],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    rows = []
-    for arm, summary_path, verdict_path in zip(arms, summaries, vs_free, strict=True):
-        s = RunSummary.read(summary_path)
-        v = Verdict.read(verdict_path)
-        rows.append(
-            {
-                "arm": arm["run"],
-                "bank": s.bank,
-                "reward": s.metric("reward"),
-                "r_success": s.metric("r_success"),
-                "coverage": s.coverage,
-                "delta_vs_free": v.estimate,
-                "ci_low": v.ci_low,
-                "ci_high": v.ci_high,
-                "verdict": v.verdict,
-                "note": v.reason if v.verdict == "invalid" else "",
-                "vs_free": arm["vs_free"],
-                "selection": "registered" if arm.get("registered") else "drawn",
-                "n_tasks": s.n_tasks,
-                "split": s.split,
-                "free": v.control,
-                "confidence": v.confidence,
-            }
-        )
-    contrasts = [
-        {k: v for k, v in _verdict_row(name, Verdict.read(path)).items() if k in PAIRWISE_COLUMNS}
-        for name, path in pairwise.items()
-    ]
-    return pd.DataFrame(rows), pd.DataFrame(contrasts)
-
-
-PAIRWISE_COLUMNS = (
-    "contrast",
-    "treatment",
-    "control",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "verdict",
-    "note",
-)
-
-
-def mean_loading(beta: GateBeta) -> float:
-    """The mean share of a common effect that one no-intercept beta takes."""
-    loadings = [float(r["loading_of_common_effect"]) for r in beta.comparison["chunks"]]
-    return sum(loadings) / len(loadings)
-
-
-def chunk_frame(beta: GateBeta) -> pd.DataFrame:
-    """Per chunk: the memo's beta beside the intercept fit's, and where they disagree."""
-    rows = {r["chunk_id"]: r for r in beta.comparison["chunks"]}
-    se = {c["chunk_id"]: c["standard_error"] for c in beta.chunks}
-    se_intercept = {c["chunk_id"]: c["standard_error"] for c in beta.intercept_fit["chunks"]}
-    return pd.DataFrame(
-        [
-            {
-                "chunk": chunk,
-                "beta": rows[chunk]["beta_memo"],
-                "se": se[chunk],
-                "beta_intercept_fit": rows[chunk]["beta_intercept_fit"],
-                "se_intercept_fit": se_intercept[chunk],
-                "absorbed_common_effect": rows[chunk]["absorbed_common_effect"],
-                "selection": rows[chunk]["selection_memo"],
-                "selection_intercept_fit": rows[chunk]["selection_intercept_fit"],
-                "sign_differs": rows[chunk]["sign_differs"],
-                "selection_differs": rows[chunk]["selection_differs"],
-            }
-            for chunk in beta.signed_order
-        ]
-    )
-
-
-def _arm_cells(
-    arms: Sequence[Mapping[str, Any]], frame: pd.DataFrame, notes: Notes
-) -> list[dict[str, str]]:
-    return [
-        {
-            "label": latex_escape(arm["label"]),
-            "mark": notes.mark(row.arm, row.verdict == "invalid", row.note),
-            "reward": f"{row.reward:.4f}",
-            "r_success": f"{row.r_success:.4f}",
-            "estimate": "n/a" if row.delta_vs_free is None else f"{row.delta_vs_free:+.4f}",
-            "ci": fmt_ci(row.ci_low, row.ci_high),
-            "verdict": row.verdict,
-            "p_holm": latex_escape(fmt_p(row.p_holm)),
-        }
-        for arm, row in zip(arms, frame.itertuples(), strict=True)
-    ]
-
-
-def chunk_cells(chunks: pd.DataFrame) -> list[dict[str, str]]:
-    return [
-        {
-            "chunk": latex_escape(row.chunk),
-            "beta": f"{row.beta:+.4f}",
-            "se": f"{row.se:.4f}",
-            "beta_intercept_fit": f"{row.beta_intercept_fit:+.4f}",
-            "se_intercept_fit": f"{row.se_intercept_fit:.4f}",
-            "selection": latex_escape(row.selection),
-            "selection_intercept_fit": latex_escape(row.selection_intercept_fit),
-            "mark": "*" if row.sign_differs or row.selection_differs else "",
-        }
-        for row in chunks.itertuples()
-    ]
-
-
-def differences(beta: GateBeta) -> str:
-    """Where the two fits disagree, for the caption: 'none' when they agree everywhere."""
-    differs = [
-        *(f"sign of {c}" for c in beta.comparison["sign_differs"]),
-        *(f"Top/Bottom membership of {c}" for c in beta.comparison["selection_differs"]),
-    ]
-    return latex_escape("; ".join(differs)) if differs else "none"
-
-
-def render_ranking_table(
-    arms: Sequence[Mapping[str, Any]],
-    summaries: Sequence[str],
-    vs_free: Sequence[str],
-    pairwise: Mapping[str, str],
-    beta_path: str,
-    family_path: str,
-    outputs: Mapping[str, str],
-) -> None:
-    """``arms``: the paper arms in order, each with its run name, label, k and the name of
-    its contrast against free."""
-    frame, contrasts = ranking_frames(arms, summaries, vs_free, pairwise)
-    family = VerdictFamily.read(family_path)
-    frame = with_family(frame, "vs_free", family)
-    contrasts = with_family(contrasts, "contrast", family)
-    beta = GateBeta.read(beta_path)
-    chunks = chunk_frame(beta)
-    notice = notice_of(summaries)
-    notes = Notes()
-    arm_cells = _arm_cells(arms, frame, notes)
-    contrast_cells = _contrast_cells(contrasts, notes)
-    intercept = beta.intercept_fit["intercept"]
-    first = frame.iloc[0]
-    tex = (
-        environment()
-        .get_template("ranking_table.tex.j2")
-        .render(
-            sources=f"{paths.fill(paths.RUN_SUMMARY, run='rank-*')}, "
-            f"{paths.fill(paths.VERDICT, contrast='rank-*')}, {beta_path}, {family_path}",
-            n_chunks=len(beta.chunks),
-            split=latex_escape(first["split"]),
-            n_tasks=int(first["n_tasks"]),
-            k=int(arms[0]["k"]),
-            free=latex_escape(first["free"]),
-            confidence=_percent(first["confidence"]),
-            family=family_caption(family),
-            simulated=caption_of(notice),
-            arms=arm_cells,
-            contrasts=contrast_cells,
-            chunks=chunk_cells(chunks),
-            common_effect=f"{intercept['beta']:+.4f}",
-            common_se=f"{intercept['standard_error']:.4f}",
-            loading=f"{mean_loading(beta):.3f}",
-            differs=differences(beta),
-            notes=notes.lines,
-        )
-    )
-    confidence = _percent(first["confidence"])
-    write_table_set(
-        outputs,
-        tex,
-        [
-            Section(
-                "Ranking arms",
-                "arms",
-                (
-                    "Arm",
-                    "Reward",
-                    r"$r_\mathrm{success}$",
-                    r"$\Delta$ vs free",
-                    f"{confidence} CI",
-                    "Verdict",
-                    r"$p_\mathrm{Holm}$",
-                    "Note",
-                ),
-                noted_rows(
-                    arm_cells,
-                    ("label", "reward", "r_success", "estimate", "ci", "verdict", "p_holm"),
-                    frame["note"],
-                ),
-            ),
-            Section(
-                "Pairwise contrasts",
-                "contrasts",
-                contrast_header(confidence),
-                noted_rows(contrast_cells, CONTRAST_KEYS, contrasts["note"]),
-            ),
-            Section(
-                "Chunk betas",
-                "betas",
-                (
-                    "Chunk",
-                    r"$\beta$",
-                    "SE",
-                    r"$\beta$ (intercept fit)",
-                    "SE (intercept fit)",
-                    "Top/Bottom",
-                    "Top/Bottom (intercept fit)",
-                ),
-                [
-                    [
-                        c["chunk"] + c["mark"],
-                        c["beta"],
-                        c["se"],
-                        c["beta_intercept_fit"],
-                        c["se_intercept_fit"],
-                        c["selection"],
-                        c["selection_intercept_fit"],
-                    ]
-                    for c in chunk_cells(chunks)
-                ],
-                table=1,
-            ),
-        ],
-        notice,
-    )

@@ -77,7 +77,8 @@ def write_table_set(
         # The sections of one LaTeX table share its caption: Markdown and HTML print it once.
         shown = caption if index == 0 or sections[index - 1].table != section.table else ""
         header, rows = section.plain()
-        comments = [f"# {line}" for line in (notice, f"{section.title}: {caption}") if line]
+        titled = f"{section.title}: {caption}" if caption else section.title
+        comments = [f"# {line}" for line in (notice, titled) if line]
         atomic.write_text(
             csv_path(outputs, sections, index), "\n".join(comments) + "\n" + _csv(header, rows)
         )
