@@ -14,6 +14,13 @@ min_version("9.16.3")
 # device unless it leases one, and cards are numbered as nvidia-smi numbers them.
 job_environment()
 
+# A job ignores SIGINT until the package is imported (skilleval/__init__.py then ends it
+# in one line on an interrupt): Ctrl-C signals the whole process group, and one landing
+# in the few hundred milliseconds of Snakemake's own script preamble (it unpickles the
+# job and imports snakemake) would print a traceback. An ignored signal stays ignored
+# across exec (bash's trap ''), a handled one does not, so every later child is as usual.
+shell.prefix("set -euo pipefail; trap '' INT; ")
+
 # Read every config file through the project's loader before Snakemake's: a syntax error
 # or a repeated key is then reported with its file, line and column.
 try:
