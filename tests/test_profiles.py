@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO, snakemake
+from skilleval.serving.gpu import cards_for
+from tests.conftest import REPO, load_default_config, snakemake
 
 
 def dry(workflow_copy: Path, profile: str, *args: str) -> str:
@@ -69,7 +70,9 @@ def test_no_profile_serialises_model_runs_beyond_the_cards() -> None:
     """Each run owns its server (leased cards and port, identity-checked), so the host runs
     as many servers as its cards hold and a cluster as many as its scheduler grants."""
     host = yaml.safe_load((REPO / "profiles" / "gpu-host" / "config.yaml").read_text())
-    cards_per_server = 4  # the protocol's tp x dp_size (config/config.yaml: 1 x 4)
+    # What one server of the shipped protocol leases (tp x dp_size), as a run's job does.
+    server = load_default_config()["protocols"]["local-sglang"]["model_server"]
+    cards_per_server = cards_for("process", server)
     assert host["resources"]["model_server"] == host["resources"]["gpu"] // cards_per_server == 3
     slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     assert "model_server" not in slurm["resources"]

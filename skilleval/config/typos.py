@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from skilleval.errors import SkillevalError
 
@@ -31,12 +32,14 @@ def not_one_of(names: Iterable[str], followed_by: str) -> str:
     return rf"(?!(?:{declared}){re.escape(followed_by)})[^/]+"
 
 
-def refuse(kind: str, choices: Iterable[str], where: str = "the config"):  # type: ignore[no-untyped-def]
+def refuse(
+    kind: str, choices: Iterable[str], where: str = "the config"
+) -> Callable[[Any], list[str]]:
     """An input function for a rule that matches only undeclared names: it raises, naming
     the declared ones (Snakemake reports an input function's error with the target)."""
     names = list(choices)
 
-    def explain(wildcards) -> list[str]:  # type: ignore[no-untyped-def]
+    def explain(wildcards: Any) -> list[str]:
         raise SkillevalError(unknown_name(kind, wildcards.name, names, where))
 
     return explain
