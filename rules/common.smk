@@ -6,7 +6,12 @@ from skilleval.ablation.plan import load_matrix
 from skilleval.ablation.splits import RATIOS
 from skilleval.config.checks import check_input_files, validate_config
 from skilleval.config.typos import not_one_of, refuse
-from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
+from skilleval.config.plan import (
+    GATE_CHAIN_PRIORITY,
+    RANKING_PAIRWISE,
+    WorkflowPlan,
+    weight_change_pair,
+)
 from skilleval.config.rule_inputs import (
     SIM_TRAINER_JOB,
     AblationInputs,

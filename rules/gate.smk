@@ -9,6 +9,7 @@ rule gate_design:
         design=paths.GATE_DESIGN,
     log:
         f"{paths.LOGS}/gate/{{gate}}-{{design}}.log",
+    priority: GATE_CHAIN_PRIORITY
     conda:
         "../envs/skilleval.yaml"
     params:
@@ -29,11 +30,17 @@ rule gate_masked_run:
         summary=paths.GATE_RUN_SUMMARY,
     log:
         f"{paths.LOGS}/gate/{{gate}}-{{masked}}.log",
+    priority: INPUTS.run_priority
     conda:
         "../envs/skilleval.yaml"
     resources:
         model_server=1,
         gpu=INPUTS.run_gpus,
+        # what a cluster job of the run asks for (serving/sizing.py; a site's profile
+        # overrides them with set-resources)
+        cpus_per_task=INPUTS.run_cpus,
+        mem_mb=INPUTS.run_mem_mb,
+        runtime=INPUTS.run_runtime,
     params:
         code=MODEL_RUN_CODE,
         sources=INPUTS.run_sources,
@@ -53,6 +60,7 @@ rule gate_beta:
         beta=paths.GATE_BETA,
     log:
         f"{paths.LOGS}/gate/{{gate}}-beta.log",
+    priority: GATE_CHAIN_PRIORITY
     conda:
         "../envs/skilleval.yaml"
     params:

@@ -10,6 +10,7 @@ rule freeze_bank:
         bank=paths.FROZEN_BANK,
     log:
         f"{paths.LOGS}/banks/{{gate}}-{{arm}}.log",
+    priority: GATE_CHAIN_PRIORITY
     conda:
         "../envs/skilleval.yaml"
     params:

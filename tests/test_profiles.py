@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from skilleval.provenance.planned import parse_jobs
 from skilleval.serving.gpu import cards_for
+from skilleval.serving.sizing import run_job_size
 from tests.conftest import REPO, load_default_config, snakemake
 
 
@@ -55,6 +57,46 @@ def test_slurm_profile_requests_gpus_not_gres(workflow_copy: Path) -> None:
     assert "exit 0" in out and "gpu=4" in out
     profile = yaml.safe_load((workflow_copy / "profiles" / "slurm" / "config.yaml").read_text())
     assert "gres" not in str(profile.get("default-resources", {}).get("slurm_extra", ""))
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+    reason="pip install -e '.[slurm]'",
+)
+def test_slurm_jobs_are_sized_from_the_protocol_and_a_site_overrides_them(
+    workflow_copy: Path,
+) -> None:
+    site = ("--configfile", "config/examples/cluster-environment.yaml")
+    server = load_default_config()["protocols"]["local-sglang"]["model_server"]
+    launched = run_job_size("process", server, [], workflow_copy / "none.json")
+    (run,) = [j for j in parse_jobs(dry(workflow_copy, "slurm", *site)) if j.rule == "eval_run"]
+    assert run.resources["cpus_per_task"] == str(launched.cpus_per_task)
+    # the world's checkpoint is not built yet: its weights count 0 MB
+    assert run.resources["mem_mb"] == str(launched.mem_mb)
+    assert run.resources["runtime"] == str(launched.runtime)
+    overridden = dry(workflow_copy, "slurm", *site, "--set-resources", "eval_run:mem_mb=99999")
+    (run,) = [j for j in parse_jobs(overridden) if j.rule == "eval_run"]
+    assert run.resources["mem_mb"] == "99999"
+
+
+def test_the_runs_that_choose_banks_go_first(workflow_copy: Path) -> None:
+    """The bare val run, the masked runs, the betas and the frozen banks carry a priority,
+    so the ranking arms do not start last on an otherwise idle host (bench_gpu_phase.py)."""
+    out = snakemake(workflow_copy, "--profile", "profiles/gpu-host", "-n", "paper").stdout
+    jobs: list[list[str]] = []  # [rule, wildcards, priority]
+    for line in (raw.strip() for raw in out.splitlines()):
+        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
+            jobs.append([line.split()[1].rstrip(":"), "", "0"])
+        elif jobs and line.startswith(("wildcards:", "priority:")):
+            jobs[-1][1 if line.startswith("wildcards:") else 2] = line.partition(": ")[2]
+    first = {(rule, wildcards) for rule, wildcards, priority in jobs if priority == "1"}
+    masked = {(r, w) for r, w, _ in jobs if r == "gate_masked_run"}
+    assert len(masked) == 12 and masked <= first
+    assert {r for r, _ in first} == {
+        "eval_run", "gate_masked_run", "gate_design", "gate_beta", "freeze_bank"
+    }  # fmt: skip
+    assert {w for r, w in first if r == "eval_run"} == {"run=base-val-free"}
+    assert len({(r, w) for r, w in first if r == "freeze_bank"}) == 3
 
 
 def test_slurm_profile_refuses_a_loopback_environment(workflow_copy: Path) -> None:

@@ -25,6 +25,7 @@ from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance.digests import FileDigests, checkout_identity
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.gpu import cards_for
+from skilleval.serving.sizing import JobSize, run_job_size
 from skilleval.storage.hashing import canonical, canonical_hash
 
 T = TypeVar("T")
@@ -101,6 +102,34 @@ class RuleInputs:
     def run_gpus(self, wildcards: Wildcards) -> int:
         protocol = self.plan.config["protocols"][self._run(wildcards).protocol]
         return cards_for(self.plan.config["backends"]["model_server"], protocol["model_server"])
+
+    def _job_size(self, wildcards: Wildcards) -> JobSize:
+        run = self._run(wildcards)
+        protocol = self.plan.config["protocols"][run.protocol]
+        if hasattr(wildcards, "masked"):
+            summary = paths.fill(
+                paths.GATE_RUN_SUMMARY, gate=self.plan.gate, masked=wildcards.masked
+            )
+        else:
+            summary = paths.fill(paths.RUN_SUMMARY, run=run.name)
+        return run_job_size(
+            self.plan.config["backends"]["model_server"],
+            protocol["model_server"],
+            shard_paths(self.plan.run_inputs(run).checkpoint_path),
+            Path(summary),
+        )
+
+    def run_cpus(self, wildcards: Wildcards) -> int:
+        return self._job_size(wildcards).cpus_per_task
+
+    def run_mem_mb(self, wildcards: Wildcards) -> int:
+        return self._job_size(wildcards).mem_mb
+
+    def run_runtime(self, wildcards: Wildcards) -> int:
+        return self._job_size(wildcards).runtime
+
+    def run_priority(self, wildcards: Wildcards) -> int:
+        return self.plan.priority(self._run(wildcards))
 
     # gate and ranking --------------------------------------------------------
 

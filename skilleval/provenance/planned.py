@@ -12,8 +12,6 @@ summary recorded.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import json
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -25,6 +23,7 @@ from typing import Any
 from skilleval import paths
 from skilleval.config.plan import WorkflowPlan
 from skilleval.errors import SkillevalError
+from skilleval.provenance.durations import last_wall_s
 from skilleval.runs.journal import archive_root
 
 # Rules whose jobs cost model-server or trainer time.
@@ -107,27 +106,6 @@ def parse_jobs(text: str) -> list[PlannedJob]:
             jobs.append(PlannedJob(rule, outputs, reason, resources))
             rule = None
     return jobs
-
-
-def last_wall_s(summary: Path) -> float | None:
-    """The wall time an earlier summary recorded: an evaluation run's execution time, a
-    trainer run's start to finish; None when there is no such summary."""
-    if not summary.exists():
-        return None
-    try:
-        record = json.loads(summary.read_text())
-    except (OSError, ValueError):
-        return None
-    provenance = record.get("provenance") or {}
-    wall = (provenance.get("execution") or {}).get("wall_s")
-    if wall is not None:
-        return float(wall)
-    started, finished = provenance.get("started_at"), provenance.get("finished_at")
-    if started and finished:
-        return (
-            dt.datetime.fromisoformat(finished) - dt.datetime.fromisoformat(started)
-        ).total_seconds()
-    return None
 
 
 class KeptResults:
