@@ -6,12 +6,8 @@ from skilleval.ablation.plan import load_matrix
 from skilleval.ablation.splits import RATIOS
 from skilleval.config.checks import check_input_files, validate_config
 from skilleval.config.typos import not_one_of, refuse
-from skilleval.config.plan import (
-    GATE_CHAIN_PRIORITY,
-    RANKING_PAIRWISE,
-    WorkflowPlan,
-    weight_change_pair,
-)
+from skilleval.config.scheduling import GATE_CHAIN_PRIORITY, RunScheduling
+from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
 from skilleval.config.rule_inputs import (
     SIM_TRAINER_JOB,
     AblationInputs,
@@ -62,6 +58,7 @@ CODE_CACHE = SourceCache(CACHE_DIR / "code-cache.json")
 WORLD_DIGESTS = world_digests(config["world"], WORLD_DESIGN, CACHE_DIR, CODE_CACHE)
 PLAN = WorkflowPlan(config)
 INPUTS = RuleInputs(PLAN, WORLD_DIGESTS, SOURCES)
+RUN_SCHEDULING = RunScheduling(PLAN)
 SCRIPTS = Path(workflow.basedir) / "scripts"
 GATE = PLAN.gate
 RANKING_BANK_PATH = config["banks"][config["ranking"]["bank"]]["path"]

@@ -30,17 +30,17 @@ rule gate_masked_run:
         summary=paths.GATE_RUN_SUMMARY,
     log:
         f"{paths.LOGS}/gate/{{gate}}-{{masked}}.log",
-    priority: INPUTS.run_priority
+    priority: RUN_SCHEDULING.run_priority
     conda:
         "../envs/skilleval.yaml"
     resources:
         model_server=1,
-        gpu=INPUTS.run_gpus,
+        gpu=RUN_SCHEDULING.run_gpus,
         # what a cluster job of the run asks for (serving/sizing.py; a site's profile
         # overrides them with set-resources)
-        cpus_per_task=INPUTS.run_cpus,
-        mem_mb=INPUTS.run_mem_mb,
-        runtime=INPUTS.run_runtime,
+        cpus_per_task=RUN_SCHEDULING.run_cpus,
+        mem_mb=RUN_SCHEDULING.run_mem_mb,
+        runtime=RUN_SCHEDULING.run_runtime,
     params:
         code=MODEL_RUN_CODE,
         sources=INPUTS.run_sources,

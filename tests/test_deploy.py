@@ -19,9 +19,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for part in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / part, source / part)
-    shutil.copytree(
-        REPO / "skilleval", source / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for package in ("skilleval", "snakemake_logger_plugin_skilleval"):
+        shutil.copytree(
+            REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     target = tmp_path_factory.mktemp("site")
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
                str(target), str(source)]  # fmt: skip
@@ -40,8 +41,9 @@ def in_copy(installed: Path, workdir: Path, *command: str) -> subprocess.Complet
 def test_dry_run_of_the_paper_from_a_wheel_install(installed: Path, tmp_path: Path) -> None:
     workdir = copy_workflow(tmp_path)
     assert not (workdir / "skilleval").exists()
-    where = in_copy(installed, workdir, "-c", "import skilleval; print(skilleval.__file__)")
-    assert Path(where.stdout.strip()).is_relative_to(installed), where.stdout + where.stderr
+    for package in ("skilleval", "snakemake_logger_plugin_skilleval"):
+        where = in_copy(installed, workdir, "-c", f"import {package}; print({package}.__file__)")
+        assert Path(where.stdout.strip()).is_relative_to(installed), where.stdout + where.stderr
     done = in_copy(installed, workdir, "-m", "snakemake", "-n", "paper")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "paper_main_table" in done.stdout

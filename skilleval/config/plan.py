@@ -18,9 +18,6 @@ from skilleval.runs.inputs import RunInputs
 SelectionRule = Literal["top", "bottom", "random"]
 Table = Literal["main", "ranking", "extra"]
 # The pairwise ranking contrasts the paper shows, in table order.
-# The priority of the jobs between the first model runs and the ranking arms (masked and
-# bare val runs, the betas, the frozen banks): the paper's longest chain of GPU work.
-GATE_CHAIN_PRIORITY = 1
 RANKING_PAIRWISE = ("rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom")
 
 
@@ -296,21 +293,6 @@ class WorkflowPlan:
         seeds = self.ranking["random_seeds_in_paper"]
         random = [f"rank-random{'' if s == seeds[0] else f'-{s}'}-vs-free" for s in seeds]
         return ["rank-top-vs-free", *random, "rank-bottom-vs-free"]
-
-    # scheduling --------------------------------------------------------------
-
-    @cached_property
-    def runs_that_choose_banks(self) -> frozenset[str]:
-        """Runs whose results choose other runs' skill banks: the bare val run and Gate A's
-        masked runs give the betas that freeze the ranking arms' banks."""
-        masked = (self.masked[m].name for m in self.designs["design"].runs)
-        return frozenset({self.ranking["bare_val_run"], *masked})
-
-    def priority(self, run: RunPlan) -> int:
-        """Snakemake's job priority of a run: the runs that choose banks go first, so the
-        ranking arms can start while the other runs still fill the cards, instead of
-        running last on a host whose other cards are idle (bench_gpu_phase.py)."""
-        return GATE_CHAIN_PRIORITY if run.name in self.runs_that_choose_banks else 0
 
     # resolving a run ---------------------------------------------------------
 

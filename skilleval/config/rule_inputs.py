@@ -21,15 +21,13 @@ from skilleval.ablation.plan import (
 from skilleval.ablation.plan import plan as plan_matrix
 from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
 from skilleval.config.plan import RunPlan, WorkflowPlan
+from skilleval.config.scheduling import Wildcards, run_of
 from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance.digests import FileDigests, checkout_identity
 from skilleval.runs.inputs import RunInputs
-from skilleval.serving.gpu import cards_for
-from skilleval.serving.sizing import JobSize, run_job_size
 from skilleval.storage.hashing import canonical, canonical_hash
 
 T = TypeVar("T")
-Wildcards = Any  # snakemake.io.Wildcards: attribute access to the job's wildcard values
 
 # The sim trainer's jobs (rules/ablation.smk), one per benchmark: ablation_runs_<bench>.
 SIM_TRAINER_JOB = "ablation_runs"
@@ -75,9 +73,7 @@ class RuleInputs:
     # evaluation runs ---------------------------------------------------------
 
     def _run(self, wildcards: Wildcards) -> RunPlan:
-        if hasattr(wildcards, "masked"):
-            return self.plan.masked[wildcards.masked]
-        return self.plan.runs[wildcards.run]
+        return run_of(self.plan, wildcards)
 
     def run_inputs(self, wildcards: Wildcards) -> RunInputs:
         return self.plan.run_inputs(self._run(wildcards))
@@ -98,38 +94,6 @@ class RuleInputs:
     def run_params(self, wildcards: Wildcards) -> dict[str, Any]:
         """The run's settings without its file paths: those reach the job as its inputs."""
         return dict(canonical(self.run_inputs(wildcards).settings()))
-
-    def run_gpus(self, wildcards: Wildcards) -> int:
-        protocol = self.plan.config["protocols"][self._run(wildcards).protocol]
-        return cards_for(self.plan.config["backends"]["model_server"], protocol["model_server"])
-
-    def _job_size(self, wildcards: Wildcards) -> JobSize:
-        run = self._run(wildcards)
-        protocol = self.plan.config["protocols"][run.protocol]
-        if hasattr(wildcards, "masked"):
-            summary = paths.fill(
-                paths.GATE_RUN_SUMMARY, gate=self.plan.gate, masked=wildcards.masked
-            )
-        else:
-            summary = paths.fill(paths.RUN_SUMMARY, run=run.name)
-        return run_job_size(
-            self.plan.config["backends"]["model_server"],
-            protocol["model_server"],
-            shard_paths(self.plan.run_inputs(run).checkpoint_path),
-            Path(summary),
-        )
-
-    def run_cpus(self, wildcards: Wildcards) -> int:
-        return self._job_size(wildcards).cpus_per_task
-
-    def run_mem_mb(self, wildcards: Wildcards) -> int:
-        return self._job_size(wildcards).mem_mb
-
-    def run_runtime(self, wildcards: Wildcards) -> int:
-        return self._job_size(wildcards).runtime
-
-    def run_priority(self, wildcards: Wildcards) -> int:
-        return self.plan.priority(self._run(wildcards))
 
     # gate and ranking --------------------------------------------------------
 

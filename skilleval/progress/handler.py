@@ -1,0 +1,120 @@
+"""Snakemake's terminal output, one line per finished job, with the time left.
+
+Snakemake's own stream handler prints every job as it starts with its whole input list,
+output, log, wildcards, resources and reason: for the ``paper`` job that is kilobytes on
+one line, and a build of 81 jobs prints over a thousand lines. This handler (Snakemake's
+logger plugin ``skilleval``: snakemake_interface_logger_plugins.base.LogHandlerBase) prints
+instead, as each job finishes::
+
+    41 of 81 steps (51%) done; eval_run run=base-free took 2.1 s; about 35 s left
+
+It leaves everything else to Snakemake's own handler and formatter (snakemake/logging.py
+``ColorizingTextHandler``, ``DefaultFormatter``): errors with their logs, the job stats,
+warnings, and the whole of a dry run, whose job listing ``snakemake -n`` and
+``skilleval stale`` read.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+from snakemake.logging import ColorizingTextHandler, format_percentage
+from snakemake_interface_logger_plugins.base import LogHandlerBase
+from snakemake_interface_logger_plugins.common import LogEvent
+
+from skilleval.progress.estimate import TimeLeft, spoken
+
+# What Snakemake's scheduler logs before each selection (snakemake/scheduling/
+# job_scheduler.py); "Execute N jobs..." after it is the JOB_STARTED event.
+SELECTING = "Select jobs to execute..."
+
+
+def job_label(rule: str, wildcards: dict[str, Any] | None) -> str:
+    """``eval_run run=base-free``: the rule and its wildcards, without the file lists."""
+    shown = " ".join(f"{k}={v}" for k, v in (wildcards or {}).items())
+    return f"{rule} {shown}" if shown else rule
+
+
+class BuildProgressHandler(LogHandlerBase):
+    def __post_init__(self) -> None:
+        self._snakemake = ColorizingTextHandler(
+            nocolor=self.common_settings.nocolor,
+            stream=sys.stdout if self.common_settings.stdout else sys.stderr,
+        )
+        self._jobs: dict[int, tuple[str, float]] = {}  # jobid -> (rule, started)
+        self._labels: dict[int, str] = {}
+        self._last_finished: str | None = None
+        self.time_left = TimeLeft()
+
+    # LogHandlerBase: Snakemake attaches its default filter and formatter to this handler.
+    @property
+    def writes_to_stream(self) -> bool:
+        return True
+
+    @property
+    def writes_to_file(self) -> bool:
+        return False
+
+    @property
+    def has_filter(self) -> bool:
+        return False
+
+    @property
+    def has_formatter(self) -> bool:
+        return False
+
+    @property
+    def needs_rulegraph(self) -> bool:
+        return False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        event = getattr(record, "event", None)
+        if not self.common_settings.dryrun and (
+            event == LogEvent.JOB_STARTED or record.getMessage() == SELECTING
+        ):
+            return  # the scheduler's own beat: two lines a step, saying nothing per job
+        if self.common_settings.dryrun or event not in (
+            LogEvent.JOB_INFO,
+            LogEvent.JOB_FINISHED,
+            LogEvent.PROGRESS,
+        ):
+            stats = record.__dict__.get("stats")
+            if event == LogEvent.RUN_INFO and isinstance(stats, dict):
+                self.time_left.plan(stats)
+            self._print(record)
+            return
+        now = time.monotonic()
+        fields: dict[str, Any] = record.__dict__  # Snakemake's event fields (jobs.py log_info)
+        if event == LogEvent.JOB_INFO:
+            jobid = int(fields["jobid"])
+            self._jobs[jobid] = (fields["rule_name"], now)
+            self._labels[jobid] = job_label(fields["rule_name"], fields["wildcards"])
+            self.time_left.job_started(now)
+        elif event == LogEvent.JOB_FINISHED:
+            self._finished(int(fields["job_id"]), now)
+        else:
+            done, total = int(fields["done"]), int(fields["total"])
+            parts = [f"{done} of {total} steps ({format_percentage(done, total)}) done"]
+            if self._last_finished:
+                parts.append(self._last_finished)
+            parts.append(spoken(self.time_left.seconds(now)))
+            line = "; ".join(parts)
+            self._print(
+                logging.makeLogRecord({"msg": line, "levelno": logging.INFO, "levelname": "INFO"})
+            )
+
+    def _finished(self, jobid: int, now: float) -> None:
+        if jobid not in self._jobs:
+            self._last_finished = None
+            return
+        rule, started = self._jobs.pop(jobid)
+        self.time_left.job_finished(rule, now - started)
+        self._last_finished = f"{self._labels.pop(jobid)} took {now - started:.1f} s"
+
+    def _print(self, record: logging.LogRecord) -> None:
+        if self._snakemake.formatter is None:
+            self._snakemake.setFormatter(self.formatter)
+        self._snakemake.emit(record)

@@ -1,0 +1,74 @@
+"""A build's terminal output: one line per finished job, with the time left."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from skilleval.progress.estimate import TimeLeft, spoken
+from skilleval.progress.handler import job_label
+from tests.conftest import small_paper_sources, snakemake
+
+
+def test_time_left_weighs_each_rule_by_its_own_finished_jobs() -> None:
+    left = TimeLeft()
+    left.plan({"eval_run": 4, "contrast": 10, "total": 14})
+    left.job_started(0.0)
+    left.job_finished("eval_run", 8.0)
+    left.job_finished("contrast", 1.0)
+    # 9 job-seconds in 9 s of wall: one job at a time; 3 runs x 8 s + 9 contrasts x 1 s
+    assert left.seconds(now=9.0) == pytest.approx(3 * 8.0 + 9 * 1.0)
+    # twice the parallelism shown halves it
+    assert left.seconds(now=4.5) == pytest.approx((3 * 8.0 + 9 * 1.0) / 2)
+
+
+def test_a_rule_with_nothing_finished_counts_as_the_mean_job() -> None:
+    left = TimeLeft()
+    left.plan({"a": 2, "b": 3})
+    left.job_started(10.0)
+    left.job_finished("a", 2.0)
+    left.job_finished("a", 4.0)
+    assert left.seconds(now=16.0) == pytest.approx(3 * 3.0)
+
+
+def test_nothing_finished_means_unknown_not_zero() -> None:
+    left = TimeLeft()
+    left.plan({"a": 2})
+    assert left.seconds(now=5.0) is None
+    assert spoken(None) == "time left unknown"
+    assert spoken(42) == "about 42 s left" and spoken(600) == "about 10 min left"
+    assert spoken(3 * 3600) == "about 3.0 h left"
+
+
+def test_a_job_is_named_by_its_rule_and_wildcards() -> None:
+    assert job_label("eval_run", {"run": "base-free"}) == "eval_run run=base-free"
+    assert job_label("paper", {}) == "paper"
+
+
+@pytest.mark.slow
+def test_a_build_prints_one_line_per_job_and_a_dry_run_lists_every_job(tmp_path: Path) -> None:
+    workdir = small_paper_sources(tmp_path)
+    build = ["paper", "-j", "2", "--configfile", "config/small.yaml"]
+    done = snakemake(workdir, *build)
+    out = done.stdout + done.stderr
+    steps = re.findall(r"^(\d+) of (\d+) steps \(\d+%\) done; (.+); (.+)$", out, re.MULTILINE)
+    total = int(steps[-1][1])
+    assert [int(s[0]) for s in steps] == list(range(1, total + 1))  # one line per job
+    assert all(s[3] == "nearly done" or s[3].endswith("left") for s in steps)
+    assert any("eval_run run=base-free took" in s[2] for s in steps)
+    # no job's file lists, reasons or scheduler beats
+    for chatter in ("    input:", "    output:", "reason:", "Select jobs", "Execute "):
+        assert chatter not in out, chatter
+    assert len(out.splitlines()) < 2 * total + 80, len(out.splitlines())
+    assert "skilleval: the paper's evidence is built." in out
+    # A dry run is Snakemake's own listing, which `snakemake -n` users and `skilleval stale`
+    # read: touch one input and every job it plans is listed with its output and reason.
+    (workdir / "config" / "prompts" / "skills.j2").write_text(
+        (workdir / "config" / "prompts" / "skills.j2").read_text() + "\n"
+    )
+    dry = snakemake(workdir, *build, "-n")
+    listing = dry.stdout + dry.stderr
+    assert "rule eval_run:" in listing and "    output: results/runs/" in listing
+    assert "reason:" in listing
