@@ -8,7 +8,7 @@ from skilleval.config.loading import config_sources
 from skilleval.errors import ConfigError
 from skilleval.serving.gpu import job_environment
 
-min_version("9.16.3")
+min_version("9.17.0")
 
 # Every job inherits this process's environment, on every executor: no job sees a CUDA
 # device unless it leases one, and cards are numbered as nvidia-smi numbers them.

@@ -14,7 +14,6 @@ import os
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from skilleval.errors import RejectedRequest, SkillevalError
 from skilleval.policy.types import AssistantTurn, Message, ToolCall
@@ -65,18 +64,19 @@ def sampling_body(sampling: dict[str, Any], seed: int | None) -> dict[str, Any]:
     return body
 
 
-def parse_tool_calls(message: Any) -> tuple[tuple[ToolCall, ...], str | None]:
+def parse_tool_calls(message: dict[str, Any]) -> tuple[tuple[ToolCall, ...], str | None]:
     """Tool calls of a chat message; malformed arguments become an error for the model."""
     calls, problem = [], None
-    for call in message.tool_calls or []:
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
         try:
-            arguments = json.loads(call.function.arguments or "{}")
+            arguments = json.loads(function.get("arguments") or "{}")
             if not isinstance(arguments, dict):
                 raise ValueError("arguments are not a JSON object")
         except ValueError as error:
-            problem = f"malformed tool call {call.function.name}: {error}"
+            problem = f"malformed tool call {function['name']}: {error}"
             continue
-        calls.append(ToolCall(call.id, call.function.name, arguments))
+        calls.append(ToolCall(call["id"], function["name"], arguments))
     return tuple(calls), problem
 
 
@@ -104,27 +104,33 @@ class OpenAIPolicy:
         self.calls = ServerCalls("model", base_url, ledger, outage_budget_s)
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
-        # The raw post skips the SDK's per-request walk over the typed parameters, which
-        # costs more client CPU than the rest of the request on long conversations; the
-        # body is already plain JSON, so the walk would not change it.
+        # The raw post skips the SDK's per-request walk over the typed parameters, and
+        # cast_to=object its construction of a typed ChatCompletion from the reply
+        # (openai/_base_client.py _process_response_data returns the JSON as it came): at
+        # concurrency 32 both cost more client CPU than the rest of the request.
         body = {"model": self.model, "messages": messages, "tools": tools, **self.sampling}
         try:
             response = self.calls.call(
-                lambda: self.client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+                lambda: self.client.post("/chat/completions", cast_to=object, body=body)
             )
         except openai.APIStatusError as error:  # 4xx other than 429: the retry layer passed it
             raise rejected(error) from error
-        choice = response.choices[0]
-        message = choice.message
+        if not isinstance(response, dict) or not response.get("choices"):
+            raise SkillevalError(
+                f"model server {self.calls.url} answered a chat completion without choices: "
+                f"{str(response)[:300]}"
+            )
+        choice = response["choices"][0]
+        message = choice["message"]
         calls, problem = parse_tool_calls(message)
-        usage = response.usage
+        usage = response.get("usage") or {}
         return AssistantTurn(
-            content=message.content or "",
-            reasoning=getattr(message, "reasoning_content", None),
+            content=message.get("content") or "",
+            reasoning=message.get("reasoning_content"),
             tool_calls=calls,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            finish_reason=choice.finish_reason or "stop",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=choice.get("finish_reason") or "stop",
             problem=problem,
         )
 
