@@ -117,14 +117,21 @@ PLANTED = {
 
 
 @pytest.fixture(scope="session")
-def small_paper(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The paper built once on the small world (tests/data/small.yaml), for every test that
-    reads it or edits a file and restores it: a copy of the workflow and of the package (a
-    code edit stays in the copy), and the seed matrix with three planted failures, kept as
-    the seed file's own text so that edits to its lines apply."""
+def small_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The paper built once on the small world (tests/data/small.yaml), and what the build
+    printed: a copy of the workflow and of the package (a code edit stays in the copy), and
+    the seed matrix with three planted failures, kept as the seed file's own text so that
+    edits to its lines apply."""
     workdir = small_paper_sources(tmp_path_factory.mktemp("paper"))
-    snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
-    return workdir
+    done = snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
+    return workdir, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="session")
+def small_paper(small_paper_build: tuple[Path, str]) -> Path:
+    """The built small paper (small_paper_build), for every test that reads it or edits a
+    file and restores it."""
+    return small_paper_build[0]
 
 
 def small_paper_sources(workdir: Path) -> Path:
