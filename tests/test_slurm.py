@@ -58,6 +58,10 @@ def slice_workflow(workdir: Path) -> None:
     profile["default-resources"].update(
         slurm_partition=PARTITION, slurm_account=ACCOUNT, mem_mb=500, runtime=10, cpus_per_task=1
     )
+    # A model run's job asks for what a real sglang server needs (serving/sizing.py); this
+    # one-node test cluster is smaller, so the site overrides it as the README says.
+    small = {"mem_mb": 500, "runtime": 10, "cpus_per_task": 1}
+    profile.setdefault("set-resources", {}).update(eval_run=small, gate_masked_run=small)
     profile["config"]["backends"] = config["backends"]
     # The plugin's first status check waits 40 s by default, sized for busy clusters.
     profile["slurm-init-seconds-before-status-checks"] = 2
