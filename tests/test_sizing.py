@@ -12,7 +12,7 @@ SERVER = load_default_config()["protocols"]["local-sglang"]["model_server"]
 
 
 def test_sglang_processes_follow_its_launcher() -> None:
-    # engine.py _launch_subprocesses: a scheduler per card, a DP controller when dp > 1,
+    # sglang 0.5.23 engine.py: a scheduler per card, a DP controller when dp > 1,
     # the detokenizer and the main (tokenizer manager) process.
     assert sglang_processes(tp=1, dp=4) == 4 + 1 + 2
     assert sglang_processes(tp=2, dp=1) == 2 + 2

@@ -3,6 +3,7 @@ for two GPUs, one contrast, the main table) through a site copy of profiles/slur
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -59,8 +60,11 @@ def slice_workflow(workdir: Path) -> None:
         slurm_partition=PARTITION, slurm_account=ACCOUNT, mem_mb=500, runtime=10, cpus_per_task=1
     )
     # A model run's job asks for what a real sglang server needs (serving/sizing.py); this
-    # one-node test cluster is smaller, so the site overrides it as the README says.
-    small = {"mem_mb": 500, "runtime": 10, "cpus_per_task": 1}
+    # one-node test cluster is smaller, so the site overrides it as the README says. Each
+    # stand-in also serves the environment on the protocol's one port, so two cannot share
+    # the node: a run takes all its CPUs, and SLURM starts the second when the first ends
+    # while both wait in its queue.
+    small = {"mem_mb": 500, "runtime": 10, "cpus_per_task": os.cpu_count() or 1}
     profile.setdefault("set-resources", {}).update(eval_run=small, gate_masked_run=small)
     profile["config"]["backends"] = config["backends"]
     # The plugin's first status check waits 40 s by default, sized for busy clusters.

@@ -30,10 +30,12 @@ def run_of(plan: WorkflowPlan, wildcards: Wildcards) -> RunPlan:
 
 class RunScheduling:
     """What a model run's job asks of the scheduler: cards, a cluster job's CPUs, memory
-    and time (serving.sizing), and its priority (WorkflowPlan.priority)."""
+    and time (serving.sizing), and its priority."""
 
     def __init__(self, plan: WorkflowPlan) -> None:
         self.plan = plan
+        # Snakemake asks for each resource of a job on its own; one size per run serves all.
+        self._sizes: dict[str, JobSize] = {}
         # The runs whose results choose other runs' skill banks: the bare val run and Gate
         # A's masked runs give the betas that freeze the ranking arms' banks.
         masked = (plan.masked[m].name for m in plan.designs["design"].runs)
@@ -48,19 +50,23 @@ class RunScheduling:
 
     def _job_size(self, wildcards: Wildcards) -> JobSize:
         run = self._run(wildcards)
-        protocol = self.plan.config["protocols"][run.protocol]
-        if hasattr(wildcards, "masked"):
-            summary = paths.fill(
-                paths.GATE_RUN_SUMMARY, gate=self.plan.gate, masked=wildcards.masked
+        if run.name not in self._sizes:
+            if hasattr(wildcards, "masked"):
+                summary = paths.fill(
+                    paths.GATE_RUN_SUMMARY, gate=self.plan.gate, masked=wildcards.masked
+                )
+            else:
+                summary = paths.fill(paths.RUN_SUMMARY, run=run.name)
+            # The weights count only when the job launches a server to load them.
+            launches = self.run_gpus(wildcards) > 0
+            weights = shard_paths(self.plan.run_inputs(run).checkpoint_path) if launches else []
+            self._sizes[run.name] = run_job_size(
+                self.plan.config["backends"]["model_server"],
+                self.plan.config["protocols"][run.protocol]["model_server"],
+                weights,
+                Path(summary),
             )
-        else:
-            summary = paths.fill(paths.RUN_SUMMARY, run=run.name)
-        return run_job_size(
-            self.plan.config["backends"]["model_server"],
-            protocol["model_server"],
-            shard_paths(self.plan.run_inputs(run).checkpoint_path),
-            Path(summary),
-        )
+        return self._sizes[run.name]
 
     def run_cpus(self, wildcards: Wildcards) -> int:
         return self._job_size(wildcards).cpus_per_task

@@ -44,8 +44,7 @@ class BuildProgressHandler(LogHandlerBase):
             nocolor=self.common_settings.nocolor,
             stream=sys.stdout if self.common_settings.stdout else sys.stderr,
         )
-        self._jobs: dict[int, tuple[str, float]] = {}  # jobid -> (rule, started)
-        self._labels: dict[int, str] = {}
+        self._jobs: dict[int, tuple[str, str, float]] = {}  # jobid -> (rule, label, started)
         self._last_finished: str | None = None
         self.time_left = TimeLeft()
 
@@ -89,9 +88,8 @@ class BuildProgressHandler(LogHandlerBase):
         now = time.monotonic()
         fields: dict[str, Any] = record.__dict__  # Snakemake's event fields (jobs.py log_info)
         if event == LogEvent.JOB_INFO:
-            jobid = int(fields["jobid"])
-            self._jobs[jobid] = (fields["rule_name"], now)
-            self._labels[jobid] = job_label(fields["rule_name"], fields["wildcards"])
+            rule = fields["rule_name"]
+            self._jobs[int(fields["jobid"])] = (rule, job_label(rule, fields["wildcards"]), now)
             self.time_left.job_started(now)
         elif event == LogEvent.JOB_FINISHED:
             self._finished(int(fields["job_id"]), now)
@@ -110,9 +108,9 @@ class BuildProgressHandler(LogHandlerBase):
         if jobid not in self._jobs:
             self._last_finished = None
             return
-        rule, started = self._jobs.pop(jobid)
+        rule, label, started = self._jobs.pop(jobid)
         self.time_left.job_finished(rule, now - started)
-        self._last_finished = f"{self._labels.pop(jobid)} took {now - started:.1f} s"
+        self._last_finished = f"{label} took {now - started:.1f} s"
 
     def _print(self, record: logging.LogRecord) -> None:
         if self._snakemake.formatter is None:

@@ -1,11 +1,12 @@
 """What a model run's cluster job asks for: CPUs, host memory and time, from its protocol.
 
 A run's job holds the agent (one Python process: its ``concurrency`` episode threads share
-one interpreter, so one core) and, when it launches the model server itself, sglang. sglang
-0.5's ``launch_server`` (sglang/srt/entrypoints/engine.py, ``_launch_subprocesses``) starts
-one scheduler process per card (tp x dp), a data-parallel controller when dp > 1, a
-detokenizer process, and keeps the tokenizer manager and HTTP server in its main process:
-each is a busy loop that wants a core of its own.
+one interpreter, so one core) and, when it launches the model server itself, sglang.
+sglang 0.5.23, the protocol's pinned image (sglang/srt/entrypoints/engine.py,
+``_launch_scheduler_processes`` and ``_launch_detokenizer_subprocesses``), starts one
+scheduler process per card (tp x dp), a data-parallel controller when dp > 1, one
+detokenizer process (``detokenizer_worker_num`` defaults to 1), and keeps the tokenizer
+manager and HTTP server in its main process: each is a busy loop that wants a core.
 
 Host memory: each scheduler process holds a CUDA context and torch (about
 ``SCHEDULER_HOST_MB``), and the weights pass through host memory once as they load (a
@@ -46,12 +47,9 @@ class JobSize:
     mem_mb: int
     runtime: int  # minutes
 
-    def as_resources(self) -> dict[str, int]:
-        return {"cpus_per_task": self.cpus_per_task, "mem_mb": self.mem_mb, "runtime": self.runtime}
-
 
 def sglang_processes(tp: int, dp: int) -> int:
-    """Busy processes of one sglang server (engine.py ``_launch_subprocesses``)."""
+    """Busy processes of one sglang server (see the module's docstring)."""
     return tp * dp + (1 if dp > 1 else 0) + SGLANG_OTHER_PROCESSES
 
 
