@@ -121,11 +121,11 @@ def test_a_second_user_leases_from_the_same_lock_directory(lock_dir: Path) -> No
             assert first.devices == (1, 2)
     finally:
         os.umask(previous)
-    assert (lock_dir.stat().st_mode & 0o7777) == 0o1777
+    assert (lock_dir.stat().st_mode & 0o7777) == 0o777
     assert all((p.stat().st_mode & 0o777) == 0o666 for p in lock_dir.glob("gpu-*.lock"))
     read, write = os.pipe()
     child = os.fork()
-    if child == 0:  # the second user: nobody, leasing while the first user holds card 1
+    if child == 0:  # the second user: nobody, leasing while the first user holds card 3
         try:
             os.close(read)
             os.setgid(65534)
@@ -141,6 +141,10 @@ def test_a_second_user_leases_from_the_same_lock_directory(lock_dir: Path) -> No
         os.waitpid(child, 0)
     reply = json.loads(os.read(read, 4096))
     assert reply == [[1], [2, 4]], reply
+    # The card the second user's lock file was made for (card 4) leases for the first user too.
+    assert (lock_dir / "gpu-4.lock").stat().st_uid == 65534
+    with gpu_lease(1, [4]) as again:
+        assert again.devices == (4,)
 
 
 def test_a_health_check_answered_by_another_server_is_refused(small_world: Path) -> None:

@@ -1,10 +1,11 @@
 """GPU leases: concrete device ids for jobs that Snakemake only counts.
 
 Snakemake's ``resources: gpu=N`` caps how many cards run at once but never says which
-(snakemake issue #281). A job leases N ids from the host's allowed set by taking one OS
-file lock per card; the kernel drops the locks when the process dies, even on SIGKILL,
-so a killed job never leaks a card. The allowed set comes from the profile (resource
-``gpu_devices``), never from config, and the protected card (GPU 0) is simply absent.
+(snakemake issue #281). A job leases N ids from the host's allowed set by taking one file
+lock per card (filelock's FileLock, an flock on Unix: filelock/_unix.py); the kernel drops
+the locks when the process dies, even on SIGKILL, so a killed job never leaks a card.
+The allowed set comes from the profile (resource ``gpu_devices``), never from config, and
+the protected card (GPU 0) is simply absent.
 
 Every job of the workflow starts with no visible card (``job_environment``, applied once
 when the Snakefile is parsed, so every rule and every executor inherits it); only a lease
@@ -17,8 +18,6 @@ not be the protected one.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import logging
 import os
 import time
@@ -26,6 +25,8 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from skilleval.errors import GpuLeaseError, locate
 
@@ -55,15 +56,18 @@ def job_environment(environ: MutableMapping[str, str] = os.environ) -> None:
 
 
 def shared_directory(path: Path) -> Path:
-    """``path``, created usable by every user of the host: like /tmp, world-writable with
-    the sticky bit, so a second user's job can lease from it and nobody removes another's
-    files. A directory someone else made is left as its owner set it."""
+    """``path``, created usable by every user of the host: world-writable, so a second
+    user's job can lease from it. Not sticky: under a sticky directory filelock refuses a
+    lock file owned by anyone but the caller or the directory's owner (filelock 4.3,
+    _filesystem/_ownership.py ``foreign_owner``), which would keep a third user off every
+    card another user leased first. skilleval never removes a lock file. A directory someone
+    else made is left as its owner set it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         path.mkdir()
     except FileExistsError:
         return path
-    os.chmod(path, 0o1777)
+    os.chmod(path, 0o777)
     return path
 
 
@@ -103,25 +107,22 @@ class GpuLease:
         }
 
 
-def try_lock(path: Path) -> int | None:
+def try_lock(path: Path) -> FileLock | None:
+    """The lock at ``path`` if nobody holds it, else None. Readable and writable by every
+    user (mode 0o666, set past the creator's umask), so any job of the host can lease it."""
+    lock = FileLock(path, mode=0o666, timeout=0, thread_local=False)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        lock.acquire()
+    except Timeout:
+        return None
     except PermissionError as error:
         raise GpuLeaseError(
-            f"cannot open the card lock {path} ({error.strerror}); another user made it "
-            f"unwritable: ask them to run chmod a+rw {path}, or set {LOCK_DIR_VARIABLE} to a "
-            "directory every user of this host can write"
+            f"cannot take the lock {path} ({error.strerror or error}); another user made it "
+            f"or its directory unusable to this one: ask them to run chmod a+rw {path} and "
+            f"chmod -t {path.parent}, or set {LOCK_DIR_VARIABLE} to a directory every user "
+            "of this host can write"
         ) from error
-    if os.fstat(fd).st_uid == os.getuid():
-        os.fchmod(fd, 0o666)  # the creator's umask must not lock out the host's other users
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    os.ftruncate(fd, 0)
-    os.write(fd, json.dumps({"pid": os.getpid(), "since": time.time()}).encode())
-    return fd
+    return lock
 
 
 @contextlib.contextmanager
@@ -147,16 +148,16 @@ def gpu_lease(
         return
     directory = shared_directory(Path(lock_dir) if lock_dir else lock_directory())
     start = time.monotonic()
-    held: dict[int, int] = {}
+    held: dict[int, FileLock] = {}
     try:
         while True:
             for device in usable:
                 if len(held) == count:
                     break
                 if device not in held and device not in occupied:
-                    fd = try_lock(directory / f"gpu-{device}.lock")
-                    if fd is not None:
-                        held[device] = fd
+                    lock = try_lock(directory / f"gpu-{device}.lock")
+                    if lock is not None:
+                        held[device] = lock
             if len(held) == count:
                 break
             if time.monotonic() - start > timeout_s:
@@ -169,8 +170,8 @@ def gpu_lease(
         log.info("GPU lease: devices %s after %.2fs", lease.visible_devices, lease.waited_s)
         yield lease
     finally:
-        for fd in held.values():
-            os.close(fd)  # closing the descriptor releases the flock
+        for lock in held.values():
+            lock.release()
 
 
 @contextlib.contextmanager

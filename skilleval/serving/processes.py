@@ -53,17 +53,17 @@ def port_lease(base_port: int, lock_dir: Path) -> Iterator[int]:
     directory = shared_directory(lock_dir)
     for slot in range(PORT_SLOTS):
         port = base_port + slot * PORT_STRIDE
-        fd = try_lock(directory / f"port-{port}.lock")
-        if fd is None:
+        lock = try_lock(directory / f"port-{port}.lock")
+        if lock is None:
             continue
         if not port_free(port):
-            os.close(fd)
+            lock.release()
             log.info("port %d is in use by a process skilleval did not start; next", port)
             continue
         try:
             yield port
         finally:
-            os.close(fd)
+            lock.release()
         return
     last = base_port + (PORT_SLOTS - 1) * PORT_STRIDE
     raise ServiceError(
