@@ -196,7 +196,7 @@ def gate_setup() -> dict[str, Any]:
     bare = exact_rewards(checkpoint, [], "val")
     for run in runs:
         for i, task in enumerate(task_ids):
-            bits = design["runs"][run][task]
+            bits = design.runs[run][task]
             chosen = [s for s, bit in zip(chunks, bits, strict=True) if bit]
             masks.append(bits)
             expected.append(float(exact_rewards(checkpoint, chosen, "val", i)[0]) - bare[i])

@@ -107,12 +107,10 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
             started = time.time()
             code = subprocess.call(command)
         if args.record:
-            from skilleval.storage.records import write_record
+            from skilleval.serving.gpu import LeaseRecord
 
-            write_record(
-                args.record,
-                "gpu_lease",
-                {**record, "started": started, "ended": time.time(), "returncode": code},
+            LeaseRecord.create(**record, started=started, ended=time.time(), returncode=code).write(
+                args.record
             )
     return code
 

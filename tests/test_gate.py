@@ -96,10 +96,10 @@ def test_design_is_seeded_and_covers_every_task() -> None:
         ["c1", "c2", "c3"], ["t1", "t2"], ["masked-01", "masked-02", "masked-03"], 0.5, 7
     )
     assert a == b
-    assert list(a["runs"]) == ["masked-01", "masked-02", "masked-03"]
+    assert list(a.runs) == ["masked-01", "masked-02", "masked-03"]
     assert all(
         set(run) == {"t1", "t2"} and all(len(m) == 3 for m in run.values())
-        for run in a["runs"].values()
+        for run in a.runs.values()
     )
     assert (
         build_design(

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
-from skilleval.ablation.records import AblationAudit
+from skilleval.ablation.records import AblationAudit, AblationSummary
 from skilleval.ablation.trainer import batch_sizes, launch_files
 from skilleval.errors import SkillevalError
-from skilleval.storage.records import Check, failed, read_record
+from skilleval.storage.records import Check, failed
 
 # What a trainer's log head says (memo 003 §0: model, split, reasoning effort, train size,
 # batch sizes), as the sim trainer writes it and as plain key=value lines.
@@ -66,7 +66,7 @@ class RunFiles:
         logs = [out_root / "train.log", launch_files(out_root)[1]]
         log_path = next((log for log in logs if log.exists()), None)
         return cls(
-            read_record(summary_path, "ablation_summary"),
+            AblationSummary.read(summary_path).as_json(),
             flatten(json.loads(config_path.read_text())),
             config_path,
             log_path.read_text() if log_path else "",

@@ -13,11 +13,10 @@ import itertools
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
-from skilleval.storage.records import write_record
+from skilleval.ablation.records import AblationSplit
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +47,14 @@ def make_split(items: list[str], ratio: str, seed: int = 42) -> dict[str, list[s
     return {"train": order[:train], "val": order[train : train + val], "test": order[train + val :]}
 
 
-def write_split(bench: str, pool: int, ratio: str, output: str) -> dict[str, Any]:
+def write_split(bench: str, pool: int, ratio: str, output: str) -> AblationSplit:
     """Split of the benchmark's candidate pool (item ids stand in for the real items)."""
     items = [f"{bench}-{i:05d}" for i in range(pool)]
     split = make_split(items, ratio)
-    result = {
-        "benchmark": bench,
-        "ratio": ratio,
-        "seed": 42,
-        "sizes": {k: len(v) for k, v in split.items()},
-        **split,
-    }
-    write_record(output, "ablation_split", result)
+    result = AblationSplit.create(
+        benchmark=bench, ratio=ratio, seed=42, sizes={k: len(v) for k, v in split.items()}, **split
+    )
+    result.write(output)
     return result
 
 

@@ -7,12 +7,11 @@ and the split's task ids, nothing else.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from skilleval.analysis.rng import rng_record, seeded
+from skilleval.runs.records import GateDesign
 from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import load_bank
-from skilleval.storage.records import write_record
 
 
 def build_design(
@@ -21,19 +20,19 @@ def build_design(
     run_names: Sequence[str],
     inclusion_probability: float,
     seed: int,
-) -> dict[str, Any]:
+) -> GateDesign:
     rng = seeded(seed)
     runs = {}
     for name in run_names:
         bits = rng.random((len(task_ids), len(chunk_ids))) < inclusion_probability
         runs[name] = {t: [int(b) for b in row] for t, row in zip(task_ids, bits, strict=True)}
-    return {
-        "chunk_ids": list(chunk_ids),
-        "seed": seed,
-        "rng": rng_record(seed),
-        "inclusion_probability": inclusion_probability,
-        "runs": runs,
-    }
+    return GateDesign.create(
+        chunk_ids=list(chunk_ids),
+        seed=seed,
+        rng=rng_record(seed),
+        inclusion_probability=inclusion_probability,
+        runs=runs,
+    )
 
 
 def write_design(
@@ -47,4 +46,4 @@ def write_design(
 ) -> None:
     chunk_ids = [s.chunk_id for s in load_bank(bank_path)]
     task_ids = load_task_ids(split_file, split)
-    write_record(output, "gate_design", build_design(chunk_ids, task_ids, runs, probability, seed))
+    build_design(chunk_ids, task_ids, runs, probability, seed).write(output)

@@ -42,9 +42,9 @@ from skilleval.analysis.contrast import RunRecords
 from skilleval.analysis.records import GateBeta
 from skilleval.errors import ComparisonError
 from skilleval.provenance.record import provenance
+from skilleval.runs.records import GateDesign
 from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.storage.hashing import file_sha256
-from skilleval.storage.records import read_record
 
 INTERCEPT = "(any skills)"
 
@@ -258,7 +258,7 @@ def fit_comparison(
 def gate_observations(
     bare: RunRecords,
     masked: Mapping[str, RunRecords],
-    design: Mapping[str, Any],
+    design: GateDesign,
     metric: str = "reward",
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Mask rows, paired deltas (masked - bare, task-aligned) and each row's task id,
@@ -272,7 +272,7 @@ def gate_observations(
     tasks: list[str] = []
     for name, run in masked.items():
         pairs = align(bare_means, per_task_means(run.records, metric, run.name), (bare.name, name))
-        masks = design["runs"][name]
+        masks = design.runs[name]
         rows.extend(masks[t] for t in pairs.task_ids)
         deltas.extend(pairs.deltas)
         tasks.extend(pairs.task_ids)
@@ -340,11 +340,11 @@ def build_beta(
     output: str,
     history_dir: str,
 ) -> dict[str, Any]:
-    design = read_record(design_path, "gate_design")
+    design = GateDesign.read(design_path)
     bare = RunRecords.load(bare_dir)
     masked = {name: RunRecords.load(d) for name, d in masked_dirs.items()}
     masks, deltas, tasks = gate_observations(bare, masked, design)
-    result = gate_fits(masks, deltas, tuple(design["chunk_ids"]), tasks, k, len(masked))
+    result = gate_fits(masks, deltas, tuple(design.chunk_ids), tasks, k, len(masked))
     result["inputs"] = {
         "bare_run": bare.summary.fingerprint,
         "masked_runs": {n: r.summary.fingerprint for n, r in masked.items()},

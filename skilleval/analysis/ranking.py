@@ -13,12 +13,13 @@ import scipy.special  # the t quantile of scipy.stats.t.ppf (see analysis/gate.p
 
 from skilleval.analysis.contrast import RunRecords
 from skilleval.analysis.gate import gate_observations
-from skilleval.analysis.records import FrozenBank, GateBeta
+from skilleval.analysis.records import ExperimentB, FrozenBank, GateBeta, TruthCheck
 from skilleval.analysis.rng import rng_record, seeded
 from skilleval.errors import SkillevalError
 from skilleval.provenance.record import provenance
+from skilleval.runs.records import GateDesign
 from skilleval.skills.bank import bank_hash, load_bank
-from skilleval.storage.records import read_record, write_record
+from skilleval.world.records import GroundTruth
 
 
 def select_chunks(
@@ -142,13 +143,13 @@ def covered_rows(
 
 def truth_check(
     beta_path: str, truth_path: str, checkpoint: str, bank: str, split: str, output: str
-) -> dict[str, Any]:
+) -> TruthCheck:
     """Default world only: do the betas of both fits recover the known chunk effects?
 
     A chunk's true effect is its own, on top of a skills section (the world's ground
     truth); the intercept fit's intercept is checked against the section's own effect."""
     beta = GateBeta.read(beta_path)
-    world = read_record(truth_path, "ground_truth")["splits"][split][checkpoint]
+    world = GroundTruth.read(truth_path).splits[split][checkpoint]
     truth = world["chunks"][bank]
     rows = covered_rows(beta, beta.chunks, truth)
     rows_intercept_fit = covered_rows(beta, beta.intercept_fit["chunks"], truth)
@@ -159,34 +160,36 @@ def truth_check(
     rho = scipy.stats.spearmanr([r["beta"] for r in rows], [r["true_effect"] for r in rows])
     decisive = [r for r in rows if r["decisive"]]
     shift = [r["beta"] - r["true_effect"] for r in rows]
-    result = {
-        "spearman_beta_vs_truth": float(rho.statistic),
-        "spearman_p_value": float(rho.pvalue),
-        "decisive_chunks": len(decisive),
-        "decisive_signs_right": sum(r["sign_right"] for r in decisive),
-        "covered": sum(r["covered"] for r in rows),
-        "chunks": rows,
-        "intercept_fit": {
-            "covered": sum(r["covered"] for r in rows_intercept_fit),
-            "chunks": rows_intercept_fit,
-            "common_effect": {
-                "estimate": common["beta"],
-                "true_effect": world["skills_section"],
-                "ci_low": common_band["ci_low"],
-                "ci_high": common_band["ci_high"],
-                "covered": common_band["ci_low"]
-                <= world["skills_section"]
-                <= common_band["ci_high"],
+    result = TruthCheck.create(
+        **{
+            "spearman_beta_vs_truth": float(rho.statistic),
+            "spearman_p_value": float(rho.pvalue),
+            "decisive_chunks": len(decisive),
+            "decisive_signs_right": sum(r["sign_right"] for r in decisive),
+            "covered": sum(r["covered"] for r in rows),
+            "chunks": rows,
+            "intercept_fit": {
+                "covered": sum(r["covered"] for r in rows_intercept_fit),
+                "chunks": rows_intercept_fit,
+                "common_effect": {
+                    "estimate": common["beta"],
+                    "true_effect": world["skills_section"],
+                    "ci_low": common_band["ci_low"],
+                    "ci_high": common_band["ci_high"],
+                    "covered": common_band["ci_low"]
+                    <= world["skills_section"]
+                    <= common_band["ci_high"],
+                },
             },
-        },
-        "true_common_effect": world["skills_section"],
-        "mean_beta_minus_truth": float(np.mean(shift)),
-        "note": "decisive: |true effect| > 2 x the beta's task-clustered standard error; "
-        "covered: the true effect lies in the beta's 95% interval; true effect of a chunk: "
-        "a skills section with it minus the section alone; mean_beta_minus_truth: the mean "
-        "offset of the memo's betas, which a common effect of the section moves",
-    }
-    write_record(output, "truth_check", result)
+            "true_common_effect": world["skills_section"],
+            "mean_beta_minus_truth": float(np.mean(shift)),
+            "note": "decisive: |true effect| > 2 x the beta's task-clustered standard error; "
+            "covered: the true effect lies in the beta's 95% interval; true effect of a chunk: "
+            "a skills section with it minus the section alone; mean_beta_minus_truth: the mean "
+            "offset of the memo's betas, which a common effect of the section moves",
+        }
+    )
+    result.write(output)
     return result
 
 
@@ -219,12 +222,12 @@ def experiment_b(
     n_resamples: int,
     seed: int,
     output: str,
-) -> dict[str, Any]:
+) -> ExperimentB:
     """Spearman of predicted C^T beta against measured delta on fresh masks, with a CI."""
     beta = GateBeta.read(beta_path)
-    design = read_record(design_path, "gate_design")
+    design = GateDesign.read(design_path)
     coefficients = {c["chunk_id"]: c["beta"] for c in beta.chunks}
-    vector = np.array([coefficients[c] for c in design["chunk_ids"]])
+    vector = np.array([coefficients[c] for c in design.chunk_ids])
     masked = {n: RunRecords.load(d) for n, d in masked_dirs.items()}
     masks, measured, tasks = gate_observations(RunRecords.load(bare_dir), masked, design)
     predicted = masks @ vector
@@ -233,24 +236,26 @@ def experiment_b(
     rho = float(scipy.stats.spearmanr(predicted, measured).statistic)
     distribution = cluster_bootstrap_spearman(predicted, measured, tasks, n_resamples, seeded(seed))
     low, high = np.quantile(distribution, [0.025, 0.975])
-    result = {
-        "spearman": rho,
-        "correlates": (
-            "Spearman's rho between the predicted delta (a fresh mask's chunks times their "
-            "Gate A betas, C^T beta) and the measured delta (the fresh masked run's reward "
-            "minus the bare run's), one observation per fresh mask and task"
-        ),
-        "ci_low": float(low),
-        "ci_high": float(high),
-        "confidence": 0.95,
-        "interval": "percentile bootstrap resampling whole tasks",
-        "n_observations": int(measured.size),
-        "n_tasks": len(set(tasks)),
-        "n_resamples": n_resamples,
-        "seed": seed,
-        "rng": rng_record(seed),
-        "beta_sha256": beta.content_sha256(),
-        "provenance": provenance(),
-    }
-    write_record(output, "experiment_b", result)
+    result = ExperimentB.create(
+        **{
+            "spearman": rho,
+            "correlates": (
+                "Spearman's rho between the predicted delta (a fresh mask's chunks times their "
+                "Gate A betas, C^T beta) and the measured delta (the fresh masked run's reward "
+                "minus the bare run's), one observation per fresh mask and task"
+            ),
+            "ci_low": float(low),
+            "ci_high": float(high),
+            "confidence": 0.95,
+            "interval": "percentile bootstrap resampling whole tasks",
+            "n_observations": int(measured.size),
+            "n_tasks": len(set(tasks)),
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "rng": rng_record(seed),
+            "beta_sha256": beta.content_sha256(),
+            "provenance": provenance(),
+        }
+    )
+    result.write(output)
     return result

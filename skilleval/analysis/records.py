@@ -121,3 +121,41 @@ class FrozenBank(Record):
     beta_sha256: str
     source_bank: str
     source_bank_hash: str
+
+
+class TruthCheck(Record):
+    """Default world only: how the betas of both fits meet the known chunk effects."""
+
+    kind = "truth_check"
+    spearman_beta_vs_truth: float
+    spearman_p_value: float
+    decisive_chunks: int
+    decisive_signs_right: int
+    covered: int
+    chunks: list[dict[str, Any]]
+    intercept_fit: dict[str, Any]
+    true_common_effect: float
+    mean_beta_minus_truth: float
+    note: str
+
+    def true_effects(self) -> dict[str, float]:
+        return {c["chunk_id"]: float(c["true_effect"]) for c in self.chunks}
+
+
+class ExperimentB(Record):
+    """Spearman of predicted against measured deltas on fresh masks, with its interval."""
+
+    kind = "experiment_b"
+    spearman: float
+    correlates: str
+    ci_low: float
+    ci_high: float
+    confidence: float
+    interval: str
+    n_observations: int
+    n_tasks: int
+    n_resamples: int
+    seed: int
+    rng: dict[str, Any]
+    beta_sha256: str
+    provenance: dict[str, Any]

@@ -16,11 +16,11 @@ import numpy as np
 
 from skilleval.checkpoints.audit import CheckpointScan, scan_checkpoint
 from skilleval.checkpoints.layout import TensorEntry
+from skilleval.checkpoints.records import WeightDiff
 from skilleval.checkpoints.tensors import chunks
 from skilleval.errors import CheckpointError
 from skilleval.provenance.record import provenance
 from skilleval.report.figures import PAPER_FONTS, save_figure
-from skilleval.storage.records import write_record
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -175,6 +175,5 @@ def build_weight_diff(
     device: str,
 ) -> None:
     diff = weight_diff(base, final, device)
-    record = {**diff, "checkpoints": list(names), "provenance": provenance()}
-    write_record(output, "weight_diff", record)
+    WeightDiff.create(**diff, checkpoints=list(names), provenance=provenance()).write(output)
     weight_change_figure(diff, out_pdf, out_png, names)

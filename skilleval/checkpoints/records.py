@@ -26,3 +26,18 @@ class CheckpointAudit(Record):
     fingerprint: str | None
     fingerprint_method: str
     provenance: dict[str, Any]
+
+
+class WeightDiff(Record):
+    """Per-tensor change from one checkpoint to another, and the tensors only one holds."""
+
+    kind = "weight_diff"
+    base: str
+    final: str
+    device: str
+    accumulator: str
+    tensors: list[dict[str, Any]]
+    only_in_base: list[str]
+    only_in_final: list[str]
+    checkpoints: list[str]
+    provenance: dict[str, Any]

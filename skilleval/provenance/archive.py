@@ -19,7 +19,18 @@ from skilleval import paths
 from skilleval.config.plan import WorkflowPlan
 from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
-from skilleval.storage.records import write_record
+from skilleval.storage.records import Record
+
+
+class ArchiveNote(Record):
+    """Why a run's results were moved aside, when, and what moved with them."""
+
+    kind = "archive_note"
+    run: str
+    reason: str
+    archived_at: str
+    moved: list[str]
+    dependents_moved: list[str]
 
 
 def protected_paths(config: dict[str, Any], root: Path) -> list[Path]:
@@ -101,17 +112,9 @@ def archive_run(
         destination = target / "dependents" / dependent
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(root / dependent), destination)
-    write_record(
-        target / "why.json",
-        "archive_note",
-        {
-            "run": run,
-            "reason": reason,
-            "archived_at": _stamp(),
-            "moved": moved,
-            "dependents_moved": dependents,
-        },
-    )
+    ArchiveNote.create(
+        run=run, reason=reason, archived_at=_stamp(), moved=moved, dependents_moved=dependents
+    ).write(target / "why.json")
     return target
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from skilleval.analysis.records import GateBeta, Verdict
-from skilleval.storage.records import read_record
+from skilleval.analysis.records import GateBeta, TruthCheck, Verdict
 
 # Every paper figure is drawn at the width it prints at (the PDF includes it at its natural
 # size, and the layout check flags any figure shrunk below 95%), so these sizes are the
@@ -96,8 +95,7 @@ def true_effects(truth_check_path: str | None) -> dict[str, float]:
     """Chunk id -> its known effect, from the default world's truth check (none elsewhere)."""
     if not truth_check_path:
         return {}
-    chunks = read_record(truth_check_path, "truth_check")["chunks"]
-    return {c["chunk_id"]: float(c["true_effect"]) for c in chunks}
+    return TruthCheck.read(truth_check_path).true_effects()
 
 
 def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_png: str) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from skilleval.errors import GpuLeaseError, locate
+from skilleval.storage.records import Record
 
 log = logging.getLogger(__name__)
 DEFAULT_LOCK_DIR = "/tmp/skilleval-gpu-locks"
@@ -105,6 +106,21 @@ class GpuLease:
             "acquired_at": self.acquired_at,
             "waited_s": round(self.waited_s, 3),
         }
+
+
+class LeaseRecord(Record):
+    """What ``skilleval gpu-run --record`` keeps: the lease, the command and how it ended."""
+
+    kind = "gpu_lease"
+    devices: list[int]
+    CUDA_VISIBLE_DEVICES: str
+    acquired_at: float
+    waited_s: float
+    command: list[str]
+    pid: int
+    started: float
+    ended: float
+    returncode: int
 
 
 def try_lock(path: Path) -> FileLock | None:

@@ -1,7 +1,10 @@
 """Versioned JSON records: every artifact carries ``format_version``; readers check it.
 
 A reader meeting a version it does not know stops with the file, the version found and
-the fix, instead of misreading a field whose meaning changed.
+the fix, instead of misreading a field whose meaning changed. Every JSON record file is
+written and read through a ``Record`` model (fields checked on read); JSON-lines streams
+(task records, journal lines) and the world's inputs are versioned dicts, checked line by
+line where they are read.
 """
 
 from __future__ import annotations
@@ -64,10 +67,6 @@ def versioned(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
     return {**data, "format_version": FORMAT_VERSIONS[kind]}
 
 
-def write_record(path: str | Path, kind: str, data: Mapping[str, Any]) -> None:
-    atomic.write_json(path, versioned(kind, data))
-
-
 def check_version(kind: str, data: Mapping[str, Any], source: str) -> None:
     found = data.get("format_version")
     if found != FORMAT_VERSIONS[kind]:
@@ -79,7 +78,7 @@ def check_version(kind: str, data: Mapping[str, Any], source: str) -> None:
         )
 
 
-def read_record(path: str | Path, kind: str) -> dict[str, Any]:
+def _read_record(path: str | Path, kind: str) -> dict[str, Any]:
     data = json.loads(Path(path).read_text())
     if not isinstance(data, dict):
         raise RecordVersionError(f"{path}: expected a JSON object holding a {kind} record")
@@ -126,7 +125,7 @@ class Record(BaseModel):
 
     @classmethod
     def read(cls, path: str | Path) -> Self:
-        return cls.from_json(read_record(path, cls.kind), str(path))
+        return cls.from_json(_read_record(path, cls.kind), str(path))
 
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)

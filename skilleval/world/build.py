@@ -12,8 +12,8 @@ from safetensors.numpy import load_file
 
 from skilleval.provenance.record import provenance
 from skilleval.skills.bank import load_bank
-from skilleval.storage.records import write_record
 from skilleval.world.generate import ground_truth, outcome_table
+from skilleval.world.records import GroundTruth
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
 log = logging.getLogger(__name__)
@@ -43,9 +43,9 @@ def build_ground_truth(
         {name: load_bank(path) for name, path in banks.items()},
         reference["temperature"],
     )
-    truth["note"] = (
-        "Expected reward of the sim policy, exact over its decisions and averaged over the "
-        "split's tasks; chunk effects are single-chunk minus free on the same checkpoint."
-    )
-    truth["provenance"] = provenance()
-    write_record(output, "ground_truth", truth)
+    GroundTruth.create(
+        **truth,
+        note="Expected reward of the sim policy, exact over its decisions and averaged over "
+        "the split's tasks; chunk effects are single-chunk minus free on the same checkpoint.",
+        provenance=provenance(),
+    ).write(output)
