@@ -8,7 +8,11 @@ import pytest
 
 from skilleval.analysis.design import build_design
 from skilleval.analysis.gate import common_effect_loading, fit_gate, gate_fits
-from skilleval.analysis.ranking import select_chunks
+from skilleval.analysis.ranking import (
+    cluster_bootstrap_spearman,
+    percentile_interval,
+    select_chunks,
+)
 from skilleval.analysis.records import GateBeta
 
 
@@ -265,3 +269,30 @@ def test_a_registered_bank_is_used_as_listed_and_an_unknown_id_is_refused(
             str(tmp_path / "bad.json"),
             {**registered, "chunk_ids": [*listed[:3], "draft16-99"]},
         )
+
+
+def test_experiment_b_gives_no_interval_when_a_resample_has_no_spearman() -> None:
+    rng = np.random.default_rng(3)
+    tasks = [f"t{i}" for i in range(20) for _ in range(3)]
+    predicted = rng.normal(size=60)
+    measured = predicted + rng.normal(size=60)
+    distribution = cluster_bootstrap_spearman(predicted, measured, tasks, 200, rng)
+    defined = percentile_interval(distribution, 0.95)
+    assert defined["undefined_resamples"] == 0 and "no_interval_because" not in defined
+    assert -1 < defined["ci_low"] < defined["ci_high"] < 1
+    expected = np.quantile(distribution, [0.025, 0.975])
+    assert [defined["ci_low"], defined["ci_high"]] == pytest.approx(expected, rel=1e-12)
+    # Two tasks, one of them with a constant measured delta: some resamples hold only it.
+    ties = cluster_bootstrap_spearman(
+        np.array([0.1, 0.5, 0.2, 0.9]),
+        np.array([0.0, 0.0, 1.0, 2.0]),
+        ["a", "a", "b", "b"],
+        200,
+        rng,
+    )
+    undefined = int(np.isnan(ties).sum())
+    assert 0 < undefined < 200
+    refused = percentile_interval(ties, 0.95)
+    assert refused["ci_low"] is None and refused["ci_high"] is None
+    assert refused["undefined_resamples"] == undefined
+    assert f"{undefined} of 200 resamples" in refused["no_interval_because"]

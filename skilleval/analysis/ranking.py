@@ -214,6 +214,25 @@ def cluster_bootstrap_spearman(
     return distribution
 
 
+def percentile_interval(distribution: np.ndarray, confidence: float) -> dict[str, Any]:
+    """The percentile interval of a bootstrap distribution, or none, saying why, when some
+    resamples have no value (Spearman's rho of a constant vector is undefined): an interval
+    over the others alone would be conditioned on the data's ties."""
+    undefined = int(np.isnan(distribution).sum())
+    fields: dict[str, Any] = {"confidence": confidence, "undefined_resamples": undefined}
+    if undefined:
+        return {
+            **fields,
+            "ci_low": None,
+            "ci_high": None,
+            "no_interval_because": f"{undefined} of {distribution.size} resamples have no "
+            "value (a constant predicted or measured vector)",
+        }
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(distribution, [tail, 1 - tail])
+    return {**fields, "ci_low": float(low), "ci_high": float(high)}
+
+
 def experiment_b(
     beta_path: str,
     design_path: str,
@@ -235,18 +254,15 @@ def experiment_b(
 
     rho = float(scipy.stats.spearmanr(predicted, measured).statistic)
     distribution = cluster_bootstrap_spearman(predicted, measured, tasks, n_resamples, seeded(seed))
-    low, high = np.quantile(distribution, [0.025, 0.975])
     result = ExperimentB.create(
         **{
-            "spearman": rho,
+            "spearman": None if np.isnan(rho) else rho,
             "correlates": (
                 "Spearman's rho between the predicted delta (a fresh mask's chunks times their "
                 "Gate A betas, C^T beta) and the measured delta (the fresh masked run's reward "
                 "minus the bare run's), one observation per fresh mask and task"
             ),
-            "ci_low": float(low),
-            "ci_high": float(high),
-            "confidence": 0.95,
+            **percentile_interval(distribution, 0.95),
             "interval": "percentile bootstrap resampling whole tasks",
             "n_observations": int(measured.size),
             "n_tasks": len(set(tasks)),

@@ -146,11 +146,13 @@ class ExperimentB(Record):
     """Spearman of predicted against measured deltas on fresh masks, with its interval."""
 
     kind = "experiment_b"
-    spearman: float
+    spearman: float | None
     correlates: str
-    ci_low: float
-    ci_high: float
+    ci_low: float | None
+    ci_high: float | None
     confidence: float
+    undefined_resamples: int
+    no_interval_because: str | None = None
     interval: str
     n_observations: int
     n_tasks: int

@@ -24,12 +24,13 @@ import time
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING, Any
 
 from skilleval.errors import GpuLeaseError, locate
 from skilleval.storage.records import Record
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 log = logging.getLogger(__name__)
 DEFAULT_LOCK_DIR = "/tmp/skilleval-gpu-locks"
@@ -126,6 +127,10 @@ class LeaseRecord(Record):
 def try_lock(path: Path) -> FileLock | None:
     """The lock at ``path`` if nobody holds it, else None. Readable and writable by every
     user (mode 0o666, set past the creator's umask), so any job of the host can lease it."""
+    # Imported here: the workflow imports this module while Snakemake parses it, where
+    # filelock (10-15 ms) would be paid by every snakemake start for no lease.
+    from filelock import FileLock, Timeout
+
     lock = FileLock(path, mode=0o666, timeout=0, thread_local=False)
     try:
         lock.acquire()

@@ -31,7 +31,7 @@ FORMAT_VERSIONS: dict[str, int] = {
     "gate_design": 2,
     "gate_beta": 3,
     "truth_check": 3,
-    "experiment_b": 2,
+    "experiment_b": 3,
     "frozen_bank": 3,
     "checkpoint_audit": 2,
     "weight_diff": 2,
