@@ -5,6 +5,7 @@ Banks follow from the signed beta by a declared rule, fixed before any result is
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -200,7 +201,8 @@ def cluster_bootstrap_spearman(
     n_resamples: int,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Spearman's rho over resamples of whole tasks (rows of one task share noise)."""
+    """Spearman's rho over resamples of whole tasks (rows of one task share noise); NaN
+    for a resample with a constant vector, which percentile_interval counts."""
     by_task: dict[str, list[int]] = {}
     for row, task in enumerate(tasks):
         by_task.setdefault(task, []).append(row)
@@ -208,9 +210,11 @@ def cluster_bootstrap_spearman(
     import scipy.stats  # lazy: only the truth check and experiment B rank
 
     distribution = np.empty(n_resamples)
-    for b in range(n_resamples):
-        rows = np.concatenate([groups[i] for i in rng.integers(0, len(groups), len(groups))])
-        distribution[b] = scipy.stats.spearmanr(predicted[rows], measured[rows]).statistic
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.stats.ConstantInputWarning)
+        for b in range(n_resamples):
+            rows = np.concatenate([groups[i] for i in rng.integers(0, len(groups), len(groups))])
+            distribution[b] = scipy.stats.spearmanr(predicted[rows], measured[rows]).statistic
     return distribution
 
 
