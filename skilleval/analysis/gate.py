@@ -39,10 +39,9 @@ import scipy.special
 
 from skilleval.analysis.bootstrap import align, per_task_means
 from skilleval.analysis.contrast import RunRecords
-from skilleval.analysis.records import GateBeta
+from skilleval.analysis.records import GateBeta, GateDesign
 from skilleval.errors import ComparisonError
 from skilleval.provenance.record import provenance
-from skilleval.runs.records import GateDesign
 from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.storage.hashing import file_sha256
 

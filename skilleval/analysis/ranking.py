@@ -14,11 +14,16 @@ import scipy.special  # the t quantile of scipy.stats.t.ppf (see analysis/gate.p
 
 from skilleval.analysis.contrast import RunRecords
 from skilleval.analysis.gate import gate_observations
-from skilleval.analysis.records import ExperimentB, FrozenBank, GateBeta, TruthCheck
+from skilleval.analysis.records import (
+    ExperimentB,
+    FrozenBank,
+    GateBeta,
+    GateDesign,
+    TruthCheck,
+)
 from skilleval.analysis.rng import rng_record, seeded
 from skilleval.errors import SkillevalError
 from skilleval.provenance.record import provenance
-from skilleval.runs.records import GateDesign
 from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.world.records import GroundTruth
 

@@ -123,6 +123,19 @@ class FrozenBank(Record):
     source_bank_hash: str
 
 
+class GateDesign(Record):
+    """Which draft chunks each masked run shows each task (one 0/1 per chunk). The masked
+    runs read the file as plain JSON (runs/resolve.py): a model type there would be
+    evidence code, and moving it in would change every model run's identity."""
+
+    kind = "gate_design"
+    chunk_ids: list[str]
+    seed: int
+    rng: dict[str, Any]
+    inclusion_probability: float
+    runs: dict[str, dict[str, list[int]]]
+
+
 class TruthCheck(Record):
     """Default world only: how the betas of both fits meet the known chunk effects."""
 

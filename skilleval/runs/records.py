@@ -83,15 +83,3 @@ class RunSummary(WithMetrics):
     @property
     def service_unchanged(self) -> bool:
         return bool(self.service.get("unchanged"))
-
-
-class GateDesign(Record):
-    """Which draft chunks each masked run shows each task (one 0/1 per chunk): drawn by
-    the analysis (analysis/design.py), applied by the masked runs (runs/resolve.py)."""
-
-    kind = "gate_design"
-    chunk_ids: list[str]
-    seed: int
-    rng: dict[str, Any]
-    inclusion_probability: float
-    runs: dict[str, dict[str, list[int]]]

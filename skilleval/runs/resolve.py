@@ -7,8 +7,10 @@ The journal is keyed by it. Nothing after this step reads the run's input files 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from skilleval.checkpoints.files import checkpoint_fingerprint
@@ -16,7 +18,6 @@ from skilleval.errors import SkillevalError
 from skilleval.policy.sim import SIM_POLICY_VERSION
 from skilleval.runs.inputs import RunInputs, results_protocol
 from skilleval.runs.journal import RecordKey
-from skilleval.runs.records import GateDesign
 from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import Prompt, Skill, bank_hash, load_bank
 from skilleval.storage.hashing import canonical_hash, file_sha256
@@ -76,14 +77,14 @@ def masked_prompts(
     mask_run: str,
 ) -> dict[str, str]:
     """System prompt per task with the task's mask of the bank applied (Gate A runs)."""
-    design = GateDesign.read(design_path)
-    chunk_ids = design.chunk_ids
+    design = json.loads(Path(design_path).read_text())
+    chunk_ids = design["chunk_ids"]
     if [s.chunk_id for s in skills] != chunk_ids:
         raise SkillevalError(
             f"{design_path}: mask design was made for chunks {chunk_ids}, but the bank "
             f"holds {[s.chunk_id for s in skills]}; rebuild the design"
         )
-    masks = design.runs[mask_run]
+    masks = design["runs"][mask_run]
     missing = sorted(set(task_ids) - set(masks))
     if missing:
         raise SkillevalError(f"{design_path}: no mask for tasks {missing[:3]}")
