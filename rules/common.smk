@@ -3,7 +3,7 @@ from pathlib import Path
 
 from skilleval import paths
 from skilleval.ablation.plan import load_matrix
-from skilleval.ablation.splits import RATIOS
+from skilleval.ablation.ratios import RATIOS
 from skilleval.config.checks import check_input_files, validate_config
 from skilleval.config.typos import not_one_of, refuse
 from skilleval.config.scheduling import GATE_CHAIN_PRIORITY, RunScheduling

@@ -12,7 +12,7 @@ import pytest
 
 from skilleval.ablation.audit import audit_run
 from skilleval.ablation.plan import load_matrix, plan
-from skilleval.ablation.splits import ratio_sizes
+from skilleval.ablation.ratios import ratio_sizes
 from skilleval.ablation.trainer import batch_sizes, build_run, trainer_command
 from skilleval.errors import ConfigError
 

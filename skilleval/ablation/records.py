@@ -42,16 +42,3 @@ class AblationAudit(Record):
     valid: bool
     reasons: list[str]
     checks: list[Check]
-
-
-class AblationSplit(Record):
-    """One benchmark's train/val/test split of its candidate pool."""
-
-    kind = "ablation_split"
-    benchmark: str
-    ratio: str
-    seed: int
-    sizes: dict[str, int]
-    train: list[str]
-    val: list[str]
-    test: list[str]

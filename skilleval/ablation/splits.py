@@ -1,43 +1,33 @@
-"""Ratio splits of a candidate pool (memo 003 §2), by the integer rule of
-``scripts/prepare_ablation_splits.py`` as its verified tables show it:
-
-    val = round(0.1 * pool), train = round(a / 10 * pool) for ratio a-1-b,
-    test = the rest; 1shot keeps one train and one val item.
-
-Rounding is half-up. Items are shuffled with numpy seed 42 before slicing.
+"""The ratio split files of each benchmark's candidate pool (memo 003 §2): sizes by
+ablation/ratios.py, items shuffled with numpy seed 42 before slicing.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from skilleval.ablation.records import AblationSplit
+from skilleval.ablation.ratios import ratio_sizes
+from skilleval.storage.records import Record
 
 log = logging.getLogger(__name__)
 
-RATIOS = ("1shot", "1-1-8", "2-1-7", "4-1-5")
 
+class AblationSplit(Record):
+    """One benchmark's train/val/test split of its candidate pool. Kept here, not in
+    ablation/records.py, which is evidence code of every trainer run."""
 
-def _round_half_up(x: float) -> int:
-    return math.floor(x + 0.5)
-
-
-def ratio_sizes(pool: int, ratio: str) -> dict[str, int]:
-    if ratio == "1shot":
-        train = val = 1
-    elif ratio in RATIOS:
-        train = _round_half_up(pool * int(ratio.split("-")[0]) / 10)
-        val = _round_half_up(pool * 0.1)
-    else:
-        raise ValueError(f"unknown ratio {ratio!r}; use one of {RATIOS}")
-    if train + val >= pool:
-        raise ValueError(f"pool of {pool} items is too small for ratio {ratio}")
-    return {"train": train, "val": val, "test": pool - train - val}
+    kind = "ablation_split"
+    benchmark: str
+    ratio: str
+    seed: int
+    sizes: dict[str, int]
+    train: list[str]
+    val: list[str]
+    test: list[str]
 
 
 def make_split(items: list[str], ratio: str, seed: int = 42) -> dict[str, list[str]]:

@@ -24,8 +24,8 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from skilleval.ablation.plan import PlannedRun, effective_config, plan_fingerprint
+from skilleval.ablation.ratios import RATIOS, ratio_sizes
 from skilleval.ablation.records import AblationSummary
-from skilleval.ablation.splits import RATIOS, ratio_sizes
 from skilleval.errors import RunLockedError, SkillevalError
 from skilleval.provenance.record import provenance
 from skilleval.storage import atomic

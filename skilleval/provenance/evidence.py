@@ -59,7 +59,7 @@ EVIDENCE: dict[str, str] = {
     "skilleval.ablation.run": "what one ablation run builds",
     "skilleval.ablation.trainer": "the trainers: the sim model of training, the launch line",
     "skilleval.ablation.plan": "each run's effective trainer config",
-    "skilleval.ablation.splits": "the ratio splits the trainer is given",
+    "skilleval.ablation.ratios": "the ratio sizes a run's train size comes from",
     "skilleval.ablation.audit": "the audit written beside each run",
     "skilleval.ablation.records": "the ablation summary's fields",
 }
