@@ -124,20 +124,23 @@ def test_a_second_user_leases_from_the_same_lock_directory(lock_dir: Path) -> No
     assert (lock_dir.stat().st_mode & 0o7777) == 0o777
     assert all((p.stat().st_mode & 0o777) == 0o666 for p in lock_dir.glob("gpu-*.lock"))
     read, write = os.pipe()
-    child = os.fork()
-    if child == 0:  # the second user: nobody, leasing while the first user holds card 3
-        try:
-            os.close(read)
-            os.setgid(65534)
-            os.setuid(65534)
-            with gpu_lease(1, [1]) as held, gpu_lease(2, range(1, 14)) as second:
-                os.write(write, json.dumps([list(held.devices), list(second.devices)]).encode())
-        except BaseException as error:
-            os.write(write, json.dumps(repr(error)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
+    # The first user holds card 3 before the second one starts, so the second one's lease
+    # cannot race it for the card (a lock taken before fork stays the parent's).
     with gpu_lease(1, [3]):
+        child = os.fork()
+        if child == 0:  # the second user: nobody, leasing while the first user holds card 3
+            try:
+                os.close(read)
+                os.setgid(65534)
+                os.setuid(65534)
+                with gpu_lease(1, [1]) as held, gpu_lease(2, range(1, 14)) as second:
+                    reply = [list(held.devices), list(second.devices)]
+                    os.write(write, json.dumps(reply).encode())
+            except BaseException as error:
+                os.write(write, json.dumps(repr(error)).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
         os.waitpid(child, 0)
     reply = json.loads(os.read(read, 4096))
     assert reply == [[1], [2, 4]], reply
