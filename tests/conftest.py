@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from filelock import FileLock
+from xdist.scheduler import LoadFileScheduling
 
 from skilleval.config.plan import WorkflowPlan
 from skilleval.runs.inputs import RunInputs
@@ -21,6 +24,7 @@ from tests.engine_docker import DockerEngine
 from tests.engine_docker import missing_engine as docker_missing
 from tests.engine_slurm import SlurmCluster
 from tests.engine_slurm import missing_engine as slurm_missing
+from tests.snakemake_zygote import SnakemakeZygote
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_PARTS = ("Snakefile", "rules", "scripts", "config", "envs", "profiles", "report", "paper")
@@ -121,17 +125,34 @@ def small_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     """The paper built once on the small world (tests/data/small.yaml), and what the build
     printed: a copy of the workflow and of the package (a code edit stays in the copy), and
     the seed matrix with three planted failures, kept as the seed file's own text so that
-    edits to its lines apply."""
-    workdir = small_paper_sources(tmp_path_factory.mktemp("paper"))
-    done = snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
-    return workdir, done.stdout + done.stderr
+    edits to its lines apply.
+
+    One build serves the whole session: the first xdist worker to ask builds it in the
+    directory the workers share (the parent of each worker's base temp, as pytest-xdist's
+    docs do it for session data) under a file lock, and the others wait for it. Tests only
+    read it; one that edits or builds takes a copy (small_paper)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    workdir, printed = shared / "small-paper", shared / "small-paper.out"
+    with FileLock(shared / "small-paper.lock"):
+        if not printed.exists():
+            shutil.rmtree(workdir, ignore_errors=True)
+            small_paper_sources(workdir)
+            done = snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
+            printed.write_text(done.stdout + done.stderr)
+    return workdir, printed.read_text()
 
 
-@pytest.fixture(scope="session")
-def small_paper(small_paper_build: tuple[Path, str]) -> Path:
-    """The built small paper (small_paper_build), for every test that reads it or edits a
-    file and restores it."""
-    return small_paper_build[0]
+@pytest.fixture(scope="module")
+def small_paper(
+    small_paper_build: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A copy of the built small paper (small_paper_build) for one test module, which may
+    edit and restore its files or build in it. The copy keeps every file's mtime and
+    Snakemake's records (.snakemake), so it is as up to date as the build itself."""
+    copy = tmp_path_factory.mktemp("paper") / "graph"
+    shutil.copytree(small_paper_build[0], copy, symlinks=True)
+    return copy
 
 
 def small_paper_sources(workdir: Path) -> Path:
@@ -149,9 +170,19 @@ def small_paper_sources(workdir: Path) -> Path:
     return workdir
 
 
+# This worker's Snakemake zygote (tests/snakemake_zygote.py): a call is `python -m snakemake`
+# without its second of imports.
+SNAKEMAKE = SnakemakeZygote()
+
+
+def pytest_unconfigure() -> None:
+    SNAKEMAKE.stop()
+
+
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), *args]
-    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
+    """``python -m snakemake --directory WORKDIR ARGS`` run in ``workdir``, output captured."""
+    command = ["--directory", str(workdir), *args]
+    done = SNAKEMAKE.run(workdir, command, timeout=600)
     if check and done.returncode != 0:
         raise AssertionError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
     return done
@@ -198,9 +229,9 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEn
     engine.stop()
 
 
-# The longest test files, slowest first (pytest --durations, 2 cores): run first, so that
-# no worker starts one of them when the others are nearly done (pytest-xdist hands out
-# whole files in collection order).
+# The longest test files, slowest first (pytest --durations, 2 cores): handed out first, so
+# that no worker starts one of them when the others are nearly done (pytest-xdist hands out
+# work in collection order with --no-loadscope-reorder).
 LONGEST_FIRST = (
     "test_lowest_versions.py",
     "test_staleness.py",
@@ -208,9 +239,28 @@ LONGEST_FIRST = (
     "test_readme.py",
     "test_workflow_e2e.py",
     "test_renamed_world.py",
-    "test_bad_inputs.py",
     "test_slurm.py",
+    "test_bad_inputs.py",
 )
+# Files whose tests are handed out one at a time, to whichever worker is free: their module
+# fixture is a copy of the shared small paper or of the workflow (seconds), so a second
+# worker's copy costs less than the worker waiting. Every other file goes to one worker
+# whole, so that its module fixtures (a cluster, a full-size build) are made once.
+SPREAD = ("test_staleness.py", "test_workflow_e2e.py", "test_bad_inputs.py")
+
+
+class FilesOrSpreadTests(LoadFileScheduling):
+    """pytest-xdist's whole-file scheduling, except that each test of a SPREAD file is a
+    work unit of its own (xdist's loadgroup would say the same with markers, but it sets
+    ``Item._nodeid``, which pytest 9.2 no longer reads)."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        file = nodeid.split("::", 1)[0]
+        return nodeid if Path(file).name in SPREAD else file
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> FilesOrSpreadTests:
+    return FilesOrSpreadTests(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -5,8 +5,6 @@ nothing is written under results/."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import copy_workflow
+from tests.conftest import copy_workflow, snakemake
 
 CONFIG, OVERLAY, MATRIX = "config/config.yaml", "config/overlay.yaml", "config/ablation/matrix.yaml"
 
@@ -310,13 +308,7 @@ def test_a_malformed_input_is_refused_before_any_job(workdir: Path, name: str) -
     saved = {f: (workdir / f).read_text() for f in (CONFIG, MATRIX)}
     try:
         args = apply(workdir, case)
-        done = subprocess.run(
-            [sys.executable, "-m", "snakemake", "-n", "paper", *args],
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = snakemake(workdir, "-n", "paper", *args, check=False)
     finally:
         for file, text in saved.items():
             (workdir / file).write_text(text)

@@ -1,0 +1,113 @@
+"""`python -m snakemake` without paying for Snakemake's import on every call.
+
+Each start of Snakemake spends about a second importing it before it reads a workflow
+(2 cores: 1.0 s of a 1.4 s refused dry run), and the suite starts it hundreds of times.
+A zygote process imports ``snakemake.cli`` once; for each call it forks a child that does
+what ``python -m snakemake ARGS`` does (snakemake/__main__.py calls ``snakemake.cli.main``,
+which reads ``sys.argv[1:]`` and exits with its status) in the caller's working directory
+and environment, with ``sys.path[0]`` set to that directory as ``-m`` sets it (a workflow
+copy imports its own copy of skilleval), and its stdout and stderr written to files. The
+zygote imports nothing of skilleval, so no child inherits a module a workflow would import.
+
+Run as a script, this file is the zygote; ``SnakemakeZygote`` is the caller's side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def run_snakemake(request: dict[str, Any]) -> int:
+    """In the forked child: ``python -m snakemake`` as the request describes; its status."""
+    import snakemake
+    from snakemake.cli import main
+
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.path[0] = request["cwd"]
+    streams = ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], os.O_WRONLY | os.O_CREAT))
+    for fd, path, flags in (*streams, (2, request["stderr"], os.O_WRONLY | os.O_CREAT)):
+        handle = os.open(path, flags, 0o644)
+        os.dup2(handle, fd)
+        os.close(handle)
+    sys.argv = [str(Path(snakemake.__file__).parent / "__main__.py"), *request["args"]]
+    try:
+        main()
+    except SystemExit as exit:
+        # as the interpreter ends on an uncaught SystemExit (the Snakefile's refusals are
+        # sys.exit(message)): a message goes to stderr and the status is 1
+        if exit.code is None or isinstance(exit.code, int):
+            return exit.code or 0
+        print(exit.code, file=sys.stderr)
+        return 1
+    return 0
+
+
+def serve() -> None:
+    sys.path[0] = os.getcwd()  # not this file's folder: a test module must shadow nothing
+    import snakemake.cli  # noqa: F401 - the import every child inherits
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:  # the child ends as a process does: exit handlers run, buffers flush
+            sys.exit(run_snakemake(request))
+        _, wait_status = os.waitpid(pid, 0)
+        print(json.dumps({"returncode": os.waitstatus_to_exitcode(wait_status)}), flush=True)
+
+
+class SnakemakeZygote:
+    """The caller's side: ``run`` is ``subprocess.run([python, -m, snakemake, *args])``
+    with output captured as text; a call past its timeout kills the zygote and its child
+    and raises ``subprocess.TimeoutExpired``, and the next call starts a new zygote."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[str] | None = None
+
+    def run(self, cwd: Path, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        if self.process is None or self.process.poll() is not None:
+            self.process = subprocess.Popen(
+                [sys.executable, __file__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        with tempfile.TemporaryDirectory(prefix="snakemake-call-") as folder:
+            out, err = Path(folder) / "stdout", Path(folder) / "stderr"
+            request: dict[str, Any] = {"cwd": str(cwd), "args": args, "env": dict(os.environ)}
+            request.update(stdout=str(out), stderr=str(err))
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+            if not ready:
+                self.stop()
+                raise subprocess.TimeoutExpired(["snakemake", *args], timeout)
+            line = self.process.stdout.readline()
+            if not line:
+                self.stop()
+                raise AssertionError(f"the Snakemake zygote exited; snakemake {args} has no status")
+            reply = json.loads(line)
+            return subprocess.CompletedProcess(
+                ["snakemake", *args], reply["returncode"], out.read_text(), err.read_text()
+            )
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self.process = None
+
+
+if __name__ == "__main__":
+    serve()
