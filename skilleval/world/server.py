@@ -270,11 +270,9 @@ class KillableServer(ThreadingHTTPServer):
     would; a plain shutdown only stops accepting new ones."""
 
     daemon_threads = True
-    # socketserver's listen backlog is 5 (Lib/socketserver.py, TCPServer.request_queue_size).
-    # A run's 32 threads reconnecting after dropped replies overflowed it on a loaded 2-core
-    # host (the kernel's TcpExtListenOverflows counted them), and a connection the full queue
-    # never accepted is reset mid-request: a transport error no fault injected. sglang
-    # serves through uvicorn, whose backlog is 2048.
+    # Not socketserver's backlog of 5 (TCPServer.request_queue_size): 32 threads reconnecting
+    # on a loaded host overflowed it (TcpExtListenOverflows), and a connection the full queue
+    # never accepted is reset mid-request, a transport error no fault injected (uvicorn: 2048).
     request_queue_size = 256
 
     def __init__(self, address: tuple[str, int], handler: type) -> None:
