@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -120,27 +123,72 @@ PLANTED = {
 }
 
 
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], str]
+) -> tuple[Path, str]:
+    """``build(workdir)`` run once per session, and what it printed: the first xdist worker
+    to ask runs it in the directory the workers share (the parent of each worker's base
+    temp, as pytest-xdist's docs do it for session data) under a file lock, and the others
+    wait for it. Tests only read the result; one that edits or builds takes a copy."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    workdir, printed = shared / name, shared / f"{name}.out"
+    with FileLock(shared / f"{name}.lock"):
+        if not printed.exists():
+            shutil.rmtree(workdir, ignore_errors=True)
+            printed.write_text(build(workdir))
+    return workdir, printed.read_text()
+
+
 @pytest.fixture(scope="session")
 def small_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The paper built once on the small world (tests/data/small.yaml), and what the build
     printed: a copy of the workflow and of the package (a code edit stays in the copy), and
     the seed matrix with three planted failures, kept as the seed file's own text so that
-    edits to its lines apply.
+    edits to its lines apply. One build serves the whole session (built_once)."""
 
-    One build serves the whole session: the first xdist worker to ask builds it in the
-    directory the workers share (the parent of each worker's base temp, as pytest-xdist's
-    docs do it for session data) under a file lock, and the others wait for it. Tests only
-    read it; one that edits or builds takes a copy (small_paper)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    workdir, printed = shared / "small-paper", shared / "small-paper.out"
-    with FileLock(shared / "small-paper.lock"):
-        if not printed.exists():
-            shutil.rmtree(workdir, ignore_errors=True)
-            small_paper_sources(workdir)
-            done = snakemake(workdir, "paper", "-j", "2", "--configfile", "config/small.yaml")
-            printed.write_text(done.stdout + done.stderr)
-    return workdir, printed.read_text()
+    def build(workdir: Path) -> str:
+        small_paper_sources(workdir)
+        done = snakemake(workdir, *SMALL_PAPER)
+        return done.stdout + done.stderr
+
+    return built_once(tmp_path_factory, "small-paper", build)
+
+
+SMALL_PAPER = ("paper", "-j", "2", "--configfile", "config/small.yaml")
+STEPS = re.compile(r"^(\d+) of (\d+) steps", re.MULTILINE)
+
+
+@pytest.fixture(scope="session")
+def resumed_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The small paper built a second time, in another directory, interrupted at about a
+    third of its steps (SIGINT to the process group, as a terminal's Ctrl-C sends it) and
+    resumed by the same command again (the README's recovery), and what the interrupted
+    build printed on stderr. Built once per session (built_once): the interrupt test reads
+    its stderr, and the identity test compares it with small_paper_build."""
+
+    def build(workdir: Path) -> str:
+        small_paper_sources(workdir)
+        log = workdir.parent / "resumed-paper.err"
+        with log.open("w") as stderr:
+            command = [sys.executable, "-m", "snakemake", "--directory", str(workdir)]
+            interrupted = subprocess.Popen(
+                [*command, *SMALL_PAPER], cwd=workdir, stdout=subprocess.DEVNULL,
+                stderr=stderr, start_new_session=True,
+            )  # fmt: skip
+            deadline = time.monotonic() + 400
+            while time.monotonic() < deadline and interrupted.poll() is None:
+                done = STEPS.findall(log.read_text())
+                if done and int(done[-1][0]) >= int(done[-1][1]) // 3:
+                    break
+                time.sleep(0.2)
+            assert interrupted.poll() is None, "the build ended before it could be interrupted"
+            os.killpg(interrupted.pid, signal.SIGINT)
+            assert interrupted.wait(timeout=300) != 0
+        snakemake(workdir, *SMALL_PAPER)
+        return log.read_text()
+
+    return built_once(tmp_path_factory, "resumed-paper", build)
 
 
 @pytest.fixture(scope="module")
@@ -186,6 +234,12 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
     if check and done.returncode != 0:
         raise AssertionError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
     return done
+
+
+def skilleval_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m skilleval.cli ARGS`` run in ``workdir``, output captured (from the zygote
+    too: the command imports Snakemake's API, and the workflow copy's own skilleval)."""
+    return SNAKEMAKE.run(workdir, list(args), timeout=600, module="skilleval.cli")
 
 
 def dry_run_outputs(workdir: Path, *args: str) -> dict[str, set[str]]:

@@ -3,10 +3,11 @@
 Each start of Snakemake spends about a second importing it before it reads a workflow
 (2 cores: 1.0 s of a 1.4 s refused dry run), and the suite starts it hundreds of times.
 A zygote process imports ``snakemake.cli`` once; for each call it forks a child that does
-what ``python -m snakemake ARGS`` does (snakemake/__main__.py calls ``snakemake.cli.main``,
-which reads ``sys.argv[1:]`` and exits with its status) in the caller's working directory
-and environment, with ``sys.path[0]`` set to that directory as ``-m`` sets it (a workflow
-copy imports its own copy of skilleval), and its stdout and stderr written to files. The
+what ``python -m MODULE ARGS`` does for snakemake, or for ``skilleval.cli``, which drives
+Snakemake's API (snakemake/__main__.py calls ``snakemake.cli.main``, which reads
+``sys.argv[1:]`` and exits with its status) in the caller's working directory and
+environment, with ``sys.path[0]`` set to that directory as ``-m`` sets it (a workflow copy
+imports its own copy of skilleval), and its stdout and stderr written to files. The
 zygote imports nothing of skilleval, so no child inherits a module a workflow would import.
 
 Run as a script, this file is the zygote; ``SnakemakeZygote`` is the caller's side.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import select
 import signal
 import subprocess
@@ -25,11 +27,9 @@ from pathlib import Path
 from typing import Any
 
 
-def run_snakemake(request: dict[str, Any]) -> int:
-    """In the forked child: ``python -m snakemake`` as the request describes; its status."""
-    import snakemake
-    from snakemake.cli import main
-
+def run_module(request: dict[str, Any]) -> int:
+    """In the forked child: ``python -m MODULE ARGS`` as the request describes; its status.
+    The module is snakemake or one that imports it (skilleval.cli), run as ``-m`` runs it."""
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -39,9 +39,9 @@ def run_snakemake(request: dict[str, Any]) -> int:
         handle = os.open(path, flags, 0o644)
         os.dup2(handle, fd)
         os.close(handle)
-    sys.argv = [str(Path(snakemake.__file__).parent / "__main__.py"), *request["args"]]
+    sys.argv = ["-m", *request["args"]]  # run_module puts the module's file first
     try:
-        main()
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
     except SystemExit as exit:
         # as the interpreter ends on an uncaught SystemExit (the Snakefile's refusals are
         # sys.exit(message)): a message goes to stderr and the status is 1
@@ -60,7 +60,7 @@ def serve() -> None:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:  # the child ends as a process does: exit handlers run, buffers flush
-            sys.exit(run_snakemake(request))
+            sys.exit(run_module(request))
         _, wait_status = os.waitpid(pid, 0)
         print(json.dumps({"returncode": os.waitstatus_to_exitcode(wait_status)}), flush=True)
 
@@ -73,7 +73,9 @@ class SnakemakeZygote:
     def __init__(self) -> None:
         self.process: subprocess.Popen[str] | None = None
 
-    def run(self, cwd: Path, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, cwd: Path, args: list[str], timeout: float, module: str = "snakemake"
+    ) -> subprocess.CompletedProcess[str]:
         if self.process is None or self.process.poll() is not None:
             self.process = subprocess.Popen(
                 [sys.executable, __file__],
@@ -86,20 +88,21 @@ class SnakemakeZygote:
         with tempfile.TemporaryDirectory(prefix="snakemake-call-") as folder:
             out, err = Path(folder) / "stdout", Path(folder) / "stderr"
             request: dict[str, Any] = {"cwd": str(cwd), "args": args, "env": dict(os.environ)}
+            request.update(module=module)
             request.update(stdout=str(out), stderr=str(err))
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
             ready, _, _ = select.select([self.process.stdout], [], [], timeout)
             if not ready:
                 self.stop()
-                raise subprocess.TimeoutExpired(["snakemake", *args], timeout)
+                raise subprocess.TimeoutExpired([module, *args], timeout)
             line = self.process.stdout.readline()
             if not line:
                 self.stop()
-                raise AssertionError(f"the Snakemake zygote exited; snakemake {args} has no status")
+                raise AssertionError(f"the Snakemake zygote exited; {module} {args} has no status")
             reply = json.loads(line)
             return subprocess.CompletedProcess(
-                ["snakemake", *args], reply["returncode"], out.read_text(), err.read_text()
+                [module, *args], reply["returncode"], out.read_text(), err.read_text()
             )
 
     def stop(self) -> None:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -13,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import dry_run_outputs, small_paper_sources, snakemake
+from tests.conftest import dry_run_outputs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -142,9 +140,6 @@ def test_ablation_matrix_builds_with_audits_and_marked_invalid_runs(built: Path)
 
 
 def test_ablation_plan_command_reports_statuses(built: Path) -> None:
-    import subprocess
-    import sys
-
     done = subprocess.run(
         [
             sys.executable,
@@ -178,10 +173,6 @@ def test_ablation_plan_command_reports_statuses(built: Path) -> None:
 
 
 def test_stale_report_names_exactly_the_affected_cells(built: Path) -> None:
-    import subprocess
-    import sys
-    import time
-
     def stale(*configs: str) -> tuple[int, set[str]]:
         args = [
             a
@@ -358,40 +349,17 @@ def test_every_table_copy_reads_like_the_pdf(built: Path) -> None:
 
 
 # Ctrl-C in the middle of a build (issue 30): quiet, and one command resumes it to a clean
-# build's results. A terminal sends SIGINT to the whole process group; so does this.
-BUILD = ["paper", "-j", "2", "--configfile", "config/small.yaml"]
-STEPS = re.compile(r"^(\d+) of (\d+) steps", re.MULTILINE)
+# build's results (the build and its interrupt: conftest.resumed_paper_build).
 
 
 def test_an_interrupted_build_is_quiet_and_one_command_resumes_it(
-    tmp_path: Path, built: Path
+    resumed_paper_build: tuple[Path, str], built: Path
 ) -> None:
-    workdir = small_paper_sources(tmp_path / "paper")
-    log = tmp_path / "build.err"
-    with log.open("w") as stderr:
-        build = subprocess.Popen(
-            [sys.executable, "-m", "snakemake", "--directory", str(workdir), *BUILD],
-            cwd=workdir, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
-        )  # fmt: skip
-        # Interrupt at about a third of the steps, while jobs run.
-        deadline = time.monotonic() + 400
-        while time.monotonic() < deadline and build.poll() is None:
-            done = STEPS.findall(log.read_text())
-            if done and int(done[-1][0]) >= int(done[-1][1]) // 3:
-                break
-            time.sleep(0.2)
-        assert build.poll() is None, "the build ended before it could be interrupted"
-        os.killpg(build.pid, signal.SIGINT)
-        assert build.wait(timeout=300) != 0
-    stderr_text = log.read_text()
+    workdir, stderr_text = resumed_paper_build
     assert "Traceback" not in stderr_text and "KeyboardInterrupt" not in stderr_text
     interrupted = stderr_text.count("skilleval: interrupted by SIGINT")
     failed = stderr_text.count("Error in rule ")
     assert interrupted <= failed or failed == 0, stderr_text[-3000:]
-
-    # The README's recovery: the same command again (the default profile reruns what
-    # Snakemake marked incomplete; the journal keeps what was finished).
-    snakemake(workdir, *BUILD)
     for table in sorted((built / "paper" / "tables").glob("*.md")):
         resumed = workdir / "paper" / "tables" / table.name
         assert resumed.read_text() == table.read_text(), table.name
