@@ -27,6 +27,7 @@ COVERED_ELSEWHERE = {
     "python3": "the venv is created by .ci/run itself",
     ".": "activating the venv",
     "pip": "installs: tests/test_deploy.py installs the package into a fresh venv",
+    "uv": "installs: tests/test_lowest_versions.py installs the package with uv",
     "pytest": "the test suite is what runs this",
     "ruff": "tests/test_lint.py",
     "mypy": "tests/test_lint.py",
