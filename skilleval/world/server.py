@@ -270,10 +270,9 @@ class KillableServer(ThreadingHTTPServer):
     would; a plain shutdown only stops accepting new ones."""
 
     daemon_threads = True
-    # Not socketserver's backlog of 5 (TCPServer.request_queue_size): 32 threads reconnecting
-    # on a loaded host overflowed it (TcpExtListenOverflows), and a connection the full queue
-    # never accepted is reset mid-request, a transport error no fault injected (uvicorn: 2048).
-    request_queue_size = 256
+    # sglang's listen backlog (it sets none: uvicorn/config.py's default), not socketserver's
+    # 5, which 32 threads reconnecting on a loaded host overflowed (TcpExtListenOverflows).
+    request_queue_size = 2048
 
     def __init__(self, address: tuple[str, int], handler: type) -> None:
         super().__init__(address, handler)
