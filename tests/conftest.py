@@ -123,6 +123,10 @@ PLANTED = {
 }
 
 
+SMALL_PAPER = ("paper", "-j", "2", "--configfile", "config/small.yaml")
+STEPS = re.compile(r"^(\d+) of (\d+) steps", re.MULTILINE)
+
+
 def built_once(
     tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], str]
 ) -> tuple[Path, str]:
@@ -132,8 +136,10 @@ def built_once(
     wait for it. Tests only read the result; one that edits or builds takes a copy."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    workdir, printed = shared / name, shared / f"{name}.out"
-    with FileLock(shared / f"{name}.lock"):
+    workdir = shared / name
+    printed, lock = workdir.with_suffix(".out"), workdir.with_suffix(".lock")
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(lock):
         if not printed.exists():
             shutil.rmtree(workdir, ignore_errors=True)
             printed.write_text(build(workdir))
@@ -155,21 +161,18 @@ def small_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     return built_once(tmp_path_factory, "small-paper", build)
 
 
-SMALL_PAPER = ("paper", "-j", "2", "--configfile", "config/small.yaml")
-STEPS = re.compile(r"^(\d+) of (\d+) steps", re.MULTILINE)
-
-
 @pytest.fixture(scope="session")
 def resumed_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The small paper built a second time, in another directory, interrupted at about a
-    third of its steps (SIGINT to the process group, as a terminal's Ctrl-C sends it) and
+    """The small paper built a second time, in another directory one level deeper than the
+    first (so that neither a path nor its depth can show in what is built), interrupted at
+    about a third of its steps (SIGINT to the process group, as a terminal's Ctrl-C sends it) and
     resumed by the same command again (the README's recovery), and what the interrupted
     build printed on stderr. Built once per session (built_once): the interrupt test reads
     its stderr, and the identity test compares it with small_paper_build."""
 
     def build(workdir: Path) -> str:
         small_paper_sources(workdir)
-        log = workdir.parent / "resumed-paper.err"
+        log = workdir.with_suffix(".err")
         with log.open("w") as stderr:
             command = [sys.executable, "-m", "snakemake", "--directory", str(workdir)]
             interrupted = subprocess.Popen(
@@ -188,7 +191,7 @@ def resumed_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
         snakemake(workdir, *SMALL_PAPER)
         return log.read_text()
 
-    return built_once(tmp_path_factory, "resumed-paper", build)
+    return built_once(tmp_path_factory, "elsewhere/resumed-paper", build)
 
 
 @pytest.fixture(scope="module")

@@ -56,6 +56,9 @@ def serve() -> None:
     sys.path[0] = os.getcwd()  # not this file's folder: a test module must shadow nothing
     import snakemake.cli  # noqa: F401 - the import every child inherits
 
+    # A child must import the caller's skilleval (a workflow copy's own), never inherit one.
+    inherited = sorted(m for m in sys.modules if m.split(".")[0] == "skilleval")
+    assert not inherited, f"importing snakemake.cli imported {inherited}"
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
@@ -87,8 +90,12 @@ class SnakemakeZygote:
         assert self.process.stdin is not None and self.process.stdout is not None
         with tempfile.TemporaryDirectory(prefix="snakemake-call-") as folder:
             out, err = Path(folder) / "stdout", Path(folder) / "stderr"
-            request: dict[str, Any] = {"cwd": str(cwd), "args": args, "env": dict(os.environ)}
-            request.update(module=module)
+            request: dict[str, Any] = {
+                "module": module,
+                "cwd": str(cwd),
+                "args": args,
+                "env": dict(os.environ),
+            }
             request.update(stdout=str(out), stderr=str(err))
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()

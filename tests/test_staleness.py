@@ -354,10 +354,9 @@ def comparable(path: Path) -> object:
 def test_a_second_build_in_another_directory_is_identical(
     built: Path, resumed_paper_build: tuple[Path, str]
 ) -> None:
-    # The second build (conftest.resumed_paper_build) was also interrupted and resumed:
-    # neither the directory nor the interruption may show in what it built.
+    # The second build (conftest.resumed_paper_build) ran one directory deeper, and was
+    # interrupted and resumed: neither may show in what it built.
     other = resumed_paper_build[0]
-    assert other.parent != built.parent
     compared, differing = 0, []
     for folder in ("results", "paper/tables", "paper/figures"):
         for path in sorted((built / folder).rglob("*")):
