@@ -2,7 +2,8 @@
 
 Each start of Snakemake spends about a second importing it before it reads a workflow
 (2 cores: 1.0 s of a 1.4 s refused dry run), and the suite starts it hundreds of times.
-A zygote process imports ``snakemake.cli`` once; for each call it forks a child that does
+A zygote process imports and sets up once what every call does first (``preload``); for
+each call it forks a child that does
 what ``python -m MODULE ARGS`` does for snakemake, or for ``skilleval.cli``, which drives
 Snakemake's API (snakemake/__main__.py calls ``snakemake.cli.main``, which reads
 ``sys.argv[1:]`` and exits with its status) in the caller's working directory and
@@ -15,6 +16,8 @@ Run as a script, this file is the zygote; ``SnakemakeZygote`` is the caller's si
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import os
 import runpy
@@ -23,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -54,18 +58,57 @@ def run_module(request: dict[str, Any]) -> int:
 
 def serve() -> None:
     sys.path[0] = os.getcwd()  # not this file's folder: a test module must shadow nothing
-    import snakemake.cli  # noqa: F401 - the import every child inherits
-
-    # A child must import the caller's skilleval (a workflow copy's own), never inherit one.
-    inherited = sorted(m for m in sys.modules if m.split(".")[0] == "skilleval")
-    assert not inherited, f"importing snakemake.cli imported {inherited}"
+    preload()
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
-        if pid == 0:  # the child ends as a process does: exit handlers run, buffers flush
-            sys.exit(run_module(request))
+        if pid == 0:
+            exit_as_the_interpreter_does(run_module(request))
         _, wait_status = os.waitpid(pid, 0)
         print(json.dumps({"returncode": os.waitstatus_to_exitcode(wait_status)}), flush=True)
+
+
+def preload() -> None:
+    """Import and set up once what every child would: Snakemake's CLI, API and scheduler,
+    smart_open (its source cache opens the Snakefile through it), and every plugin registry
+    but the loggers' (a registry is a singleton that collects its plugins once, importing
+    them: the loggers' imports skilleval). Then freeze what exists into the collector's
+    permanent generation, as the gc docs advise before fork without exec: a child's
+    collections then never walk, and so never copy, the zygote's objects."""
+    import smart_open  # noqa: F401
+    import snakemake.api
+    import snakemake.cli
+    import snakemake.scheduling.job_scheduler  # noqa: F401
+    from snakemake_interface_executor_plugins.registry import ExecutorPluginRegistry
+    from snakemake_interface_report_plugins.registry import ReportPluginRegistry
+    from snakemake_interface_scheduler_plugins.registry import SchedulerPluginRegistry
+    from snakemake_interface_storage_plugins.registry import StoragePluginRegistry
+
+    for registry in (
+        ExecutorPluginRegistry,
+        ReportPluginRegistry,
+        SchedulerPluginRegistry,
+        StoragePluginRegistry,
+    ):
+        registry()
+    # A child must import the caller's skilleval (a workflow copy's own), never inherit one.
+    inherited = sorted(m for m in sys.modules if m.split(".")[0] == "skilleval")
+    assert not inherited, f"the zygote's imports imported {inherited}"
+    gc.freeze()
+
+
+def exit_as_the_interpreter_does(status: int) -> None:
+    """End the child with what an exit shows: non-daemon threads joined (and the pools'
+    exit hooks run), exit handlers run (Snakemake's temporary folders go through
+    weakref.finalize's handler, logging flushes its files), stdout and stderr flushed; but
+    none of the teardown of every module, which the next fork would redo for nothing and
+    which costs a refused dry run a third of its time. multiprocessing ends its forked
+    children with os._exit the same way (multiprocessing/popen_fork.py)."""
+    threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 class SnakemakeZygote:
