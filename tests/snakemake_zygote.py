@@ -22,6 +22,7 @@ import json
 import os
 import runpy
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +45,7 @@ def run_module(request: dict[str, Any]) -> int:
         os.dup2(handle, fd)
         os.close(handle)
     sys.argv = ["-m", *request["args"]]  # run_module puts the module's file first
+    start_python_modules_by_fork()
     try:
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
     except SystemExit as exit:
@@ -54,6 +56,71 @@ def run_module(request: dict[str, Any]) -> int:
         print(exit.code, file=sys.stderr)
         return 1
     return 0
+
+
+def start_python_modules_by_fork() -> None:
+    """In a child: a ``subprocess.run([sys.executable, "-m", MODULE, ...])`` that captures
+    its output as text (skilleval stale's dry run: provenance/planned.py) forks this child
+    again instead of starting a Python that imports Snakemake anew; any other command, or
+    one run in another folder (whose skilleval this child has not imported), starts as it
+    would. tests/test_workflow_e2e.py runs skilleval stale as a process of its own."""
+    start = subprocess.run
+
+    def run(command: Any, *args: Any, **kwargs: Any) -> Any:
+        own = {"cwd", "capture_output", "text", "timeout", "check"}
+        forkable = (
+            not args
+            and isinstance(command, list)
+            and command[:2] == [sys.executable, "-m"]
+            and set(kwargs) <= own
+            and kwargs.get("capture_output") is True
+            and kwargs.get("text") is True
+            and Path(kwargs.get("cwd") or ".").resolve() == Path(sys.path[0]).resolve()
+        )
+        if not forkable:
+            return start(command, *args, **kwargs)
+        return run_forked(command, kwargs.get("timeout"), bool(kwargs.get("check")))
+
+    subprocess.run = run  # type: ignore[assignment]
+
+
+def run_forked(
+    command: list[str], timeout: float | None, check: bool
+) -> subprocess.CompletedProcess[str]:
+    # mkdtemp, not TemporaryDirectory: the fork inherits the exit handlers of this process's
+    # finalizers, and would remove the folder it writes to as it ends
+    folder = Path(tempfile.mkdtemp(prefix="snakemake-call-"))
+    out, err = folder / "stdout", folder / "stderr"
+    request: dict[str, Any] = {"module": command[2], "cwd": sys.path[0], "args": command[3:]}
+    request.update(env=dict(os.environ), stdout=str(out), stderr=str(err))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        exit_as_the_interpreter_does(run_module(request))
+    try:
+        returncode = wait_for(pid, timeout, command)
+        done = subprocess.CompletedProcess(command, returncode, out.read_text(), err.read_text())
+    finally:
+        shutil.rmtree(folder)
+    if check:
+        done.check_returncode()
+    return done
+
+
+def wait_for(pid: int, timeout: float | None, command: list[str]) -> int:
+    """The exit status of a forked child, which is killed past ``timeout``, as
+    subprocess.run kills its process."""
+    exited = os.pidfd_open(pid)
+    try:
+        ready, _, _ = select.select([exited], [], [], timeout)
+    finally:
+        os.close(exited)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise subprocess.TimeoutExpired(command, timeout or 0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def serve() -> None:
