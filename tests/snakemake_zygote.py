@@ -31,6 +31,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+START_PROCESS = subprocess.run
+
 
 def run_module(request: dict[str, Any]) -> int:
     """In the forked child: ``python -m MODULE ARGS`` as the request describes; its status.
@@ -64,7 +66,6 @@ def start_python_modules_by_fork() -> None:
     again instead of starting a Python that imports Snakemake anew; any other command, or
     one run in another folder (whose skilleval this child has not imported), starts as it
     would. tests/test_workflow_e2e.py runs skilleval stale as a process of its own."""
-    start = subprocess.run
 
     def run(command: Any, *args: Any, **kwargs: Any) -> Any:
         own = {"cwd", "capture_output", "text", "timeout", "check"}
@@ -78,7 +79,7 @@ def start_python_modules_by_fork() -> None:
             and Path(kwargs.get("cwd") or ".").resolve() == Path(sys.path[0]).resolve()
         )
         if not forkable:
-            return start(command, *args, **kwargs)
+            return START_PROCESS(command, *args, **kwargs)
         return run_forked(command, kwargs.get("timeout"), bool(kwargs.get("check")))
 
     subprocess.run = run  # type: ignore[assignment]
