@@ -22,9 +22,7 @@ time (PNG path printed). Asserts nothing about the ratio.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -39,39 +37,10 @@ import yaml  # noqa: E402
 
 from tests.conftest import copy_workflow, stand_in_server  # noqa: E402
 from tests.engine_slurm import free_port  # noqa: E402
-from tests.test_gpu_host import host_workflow  # noqa: E402
+from tests.test_gpu_host import host_workflow, intervals, overlaps  # noqa: E402
 from tests.test_owned_servers import write_nvidia_smi  # noqa: E402
 
 CARDS, PER_SERVER = 13, 4
-STAMP = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})"
-LEASED = re.compile(STAMP + r" INFO run (\S+): GPUs (\S+) and port (\d+) leased")
-RELEASED = re.compile(STAMP + r" INFO run (\S+): model server stopped")
-
-
-def at(stamp: str) -> float:
-    return dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
-
-
-def intervals(workdir: Path) -> list[tuple[str, float, float, list[int], int]]:
-    """(run, leased at, released at, cards, port) of every model run, from its log."""
-    found = []
-    for log in sorted((workdir / "results" / "logs").rglob("*.log")):
-        text = log.read_text()
-        leases, releases = LEASED.findall(text), RELEASED.findall(text)
-        if leases and releases:
-            stamp, run, cards, port = leases[-1]
-            found.append((run, at(stamp), at(releases[-1][0]), [int(c) for c in cards.split(",")],
-                          int(port)))  # fmt: skip
-    return found
-
-
-def overlaps(runs: list[tuple[str, float, float, list[int], int]]) -> list[str]:
-    clashes = []
-    for i, (a, a0, a1, a_cards, a_port) in enumerate(runs):
-        for b, b0, b1, b_cards, b_port in runs[i + 1 :]:
-            if a0 < b1 and b0 < a1 and (set(a_cards) & set(b_cards) or a_port == b_port):
-                clashes.append(f"{a} and {b}")
-    return clashes
 
 
 def draw(runs: list[tuple[str, float, float, list[int], int]], out: Path) -> None:
@@ -108,6 +77,7 @@ def main() -> None:
     delay = float(sys.argv[1]) if len(sys.argv) > 1 else 8.0
     latency = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
     out_dir = Path(sys.argv[3]) if len(sys.argv) > 3 else Path(tempfile.mkdtemp())
+    out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "workflow").mkdir()
         workdir = copy_workflow(Path(tmp) / "workflow")
