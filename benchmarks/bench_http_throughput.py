@@ -64,61 +64,68 @@ def process_cpu_s(pid: int) -> float:
 def main(latency: float) -> None:
     import yaml
 
-    root = Path(tempfile.mkdtemp(prefix="bench-http-"))
-    write_tasks(
-        SEED, 8, 60, {"test": 400}, root / "catalogue.json", root / "persona_splits.v1.json"
-    )
-    weights = root / "checkpoints" / "base" / "model.safetensors"
-    write_checkpoint(SEED, "base", weights, checkpoint_design(0, 2))
-    # The servers run in their own process, as a real server would: sharing the client's
-    # interpreter would make both fight over one GIL.
-    model_port, env_port = free_port(), free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "skilleval.cli",
-            "serve-world",
-            "--model-path",
-            str(weights.parent),
-            "--world-dir",
-            str(root),
-            "--port",
-            str(model_port),
-            "--env-port",
-            str(env_port),
-            "--latency",
-            str(latency),
-            "--served-model-name",
-            "bench",
-            "--sampling-defaults",
-            "openai",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    wait_healthy(f"http://127.0.0.1:{model_port}/v1", "bench", 60, lambda: server.poll() is None)
-    model_url, env_url = f"http://127.0.0.1:{model_port}/v1", f"http://127.0.0.1:{env_port}"
-    config = yaml.safe_load(Path("config/config.yaml").read_text())
-    plan = WorkflowPlan(config)
-    inputs = plan.run_inputs(plan.runs["base-free"])
-    protocol = copy.deepcopy(inputs.protocol)
-    protocol["model_server"]["base_url"] = model_url
-    protocol["environment"]["url"] = env_url
-    protocol["tasks"]["split_file"] = str(root / "persona_splits.v1.json")
-    inputs = replace(
-        inputs,
-        protocol=protocol,
-        checkpoint_path=str(weights),
-        split_file=str(root / "persona_splits.v1.json"),
-        catalogue=str(root / "catalogue.json"),
-        backends={"policy": "openai", "environment": "http", "model_server": "external"},
-    )
-    concurrency = protocol["runtime"]["concurrency"]
-    first = timed_run(inputs, root, "listed", server.pid)
-    # The same tasks again, as a later run: the first run's journal holds their lengths.
-    second = timed_run(replace(inputs, run=f"{inputs.run}-again"), root, "again", server.pid)
-    server.terminate()
-    server.wait()
+    with tempfile.TemporaryDirectory(prefix="bench-http-") as folder:
+        root = Path(folder)
+        write_tasks(
+            SEED, 8, 60, {"test": 400}, root / "catalogue.json", root / "persona_splits.v1.json"
+        )
+        weights = root / "checkpoints" / "base" / "model.safetensors"
+        write_checkpoint(SEED, "base", weights, checkpoint_design(0, 2))
+        # The servers run in their own process, as a real server would: sharing the client's
+        # interpreter would make both fight over one GIL.
+        model_port, env_port = free_port(), free_port()
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "skilleval.cli",
+                "serve-world",
+                "--model-path",
+                str(weights.parent),
+                "--world-dir",
+                str(root),
+                "--port",
+                str(model_port),
+                "--env-port",
+                str(env_port),
+                "--latency",
+                str(latency),
+                "--served-model-name",
+                "bench",
+                "--sampling-defaults",
+                "openai",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            wait_healthy(
+                f"http://127.0.0.1:{model_port}/v1", "bench", 60, lambda: server.poll() is None
+            )
+            model_url, env_url = f"http://127.0.0.1:{model_port}/v1", f"http://127.0.0.1:{env_port}"
+            config = yaml.safe_load(Path("config/config.yaml").read_text())
+            plan = WorkflowPlan(config)
+            inputs = plan.run_inputs(plan.runs["base-free"])
+            protocol = copy.deepcopy(inputs.protocol)
+            protocol["model_server"]["base_url"] = model_url
+            protocol["environment"]["url"] = env_url
+            protocol["tasks"]["split_file"] = str(root / "persona_splits.v1.json")
+            inputs = replace(
+                inputs,
+                protocol=protocol,
+                checkpoint_path=str(weights),
+                split_file=str(root / "persona_splits.v1.json"),
+                catalogue=str(root / "catalogue.json"),
+                backends={"policy": "openai", "environment": "http", "model_server": "external"},
+            )
+            concurrency = protocol["runtime"]["concurrency"]
+            first = timed_run(inputs, root, "listed", server.pid)
+            # The same tasks again, as a later run: the first run's journal holds their lengths.
+            second = timed_run(
+                replace(inputs, run=f"{inputs.run}-again"), root, "again", server.pid
+            )
+        finally:
+            server.terminate()
+            server.wait()
     for label, (elapsed, client_cpu, server_cpu, records, order) in (
         ("without earlier lengths (listed order)", first),
         ("with the first run's lengths (longest expected first)", second),
