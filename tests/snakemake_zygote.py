@@ -3,13 +3,13 @@
 Each start of Snakemake spends about a second importing it before it reads a workflow
 (2 cores: 1.0 s of a 1.4 s refused dry run), and the suite starts it hundreds of times.
 A zygote process imports and sets up once what every call does first (``preload``); for
-each call it forks a child that does
-what ``python -m MODULE ARGS`` does for snakemake, or for ``skilleval.cli``, which drives
-Snakemake's API (snakemake/__main__.py calls ``snakemake.cli.main``, which reads
-``sys.argv[1:]`` and exits with its status) in the caller's working directory and
-environment, with ``sys.path[0]`` set to that directory as ``-m`` sets it (a workflow copy
-imports its own copy of skilleval), and its stdout and stderr written to files. The
-zygote imports nothing of skilleval, so no child inherits a module a workflow would import.
+each call it forks a child that does what ``python -m MODULE ARGS`` does for snakemake,
+or for ``skilleval.cli``, which drives Snakemake's API (snakemake/__main__.py calls
+``snakemake.cli.main``, which reads ``sys.argv[1:]`` and exits with its status) in the
+caller's working directory and environment, with ``sys.path[0]`` set to that directory as
+``-m`` sets it (a workflow copy imports its own copy of skilleval), and its stdout and
+stderr written to files. The zygote imports nothing of skilleval, so no child inherits a
+module a workflow would import.
 
 Run as a script, this file is the zygote; ``SnakemakeZygote`` is the caller's side.
 """
@@ -28,8 +28,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 START_PROCESS = subprocess.run
 
@@ -98,10 +99,11 @@ def run_forked(
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        exit_as_the_interpreter_does(run_module(request))
+        run_child(request)
     try:
         returncode = wait_for(pid, timeout, command)
-        done = subprocess.CompletedProcess(command, returncode, out.read_text(), err.read_text())
+        printed = [p.read_text() if p.exists() else "" for p in (out, err)]
+        done = subprocess.CompletedProcess(command, returncode, *printed)
     finally:
         shutil.rmtree(folder)
     if check:
@@ -131,7 +133,7 @@ def serve() -> None:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            exit_as_the_interpreter_does(run_module(request))
+            run_child(request)
         _, wait_status = os.waitpid(pid, 0)
         print(json.dumps({"returncode": os.waitstatus_to_exitcode(wait_status)}), flush=True)
 
@@ -165,7 +167,18 @@ def preload() -> None:
     gc.freeze()
 
 
-def exit_as_the_interpreter_does(status: int) -> None:
+def run_child(request: dict[str, Any]) -> NoReturn:
+    """A forked child's whole life: it never returns into the code that forked it, even on
+    an exception no module caught (which ends it as the interpreter would: traceback, 1)."""
+    try:
+        status = run_module(request)
+    except BaseException:  # printed, and the status says the call failed
+        traceback.print_exc()
+        status = 1
+    exit_as_the_interpreter_does(status)
+
+
+def exit_as_the_interpreter_does(status: int) -> NoReturn:
     """End the child with what an exit shows: non-daemon threads joined (and the pools'
     exit hooks run), exit handlers run (Snakemake's temporary folders go through
     weakref.finalize's handler, logging flushes its files), stdout and stderr flushed; but
@@ -219,9 +232,9 @@ class SnakemakeZygote:
                 self.stop()
                 raise AssertionError(f"the Snakemake zygote exited; {module} {args} has no status")
             reply = json.loads(line)
-            return subprocess.CompletedProcess(
-                [module, *args], reply["returncode"], out.read_text(), err.read_text()
-            )
+            # A child that failed before it opened them (its folder is gone) wrote none.
+            printed = [p.read_text() if p.exists() else "" for p in (out, err)]
+            return subprocess.CompletedProcess([module, *args], reply["returncode"], *printed)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
