@@ -35,6 +35,25 @@ from typing import Any, NoReturn
 START_PROCESS = subprocess.run
 
 
+def call(module: str, cwd: str, args: list[str], folder: Path) -> dict[str, Any]:
+    """The request for ``python -m MODULE ARGS`` in ``cwd`` with this process's environment,
+    its stdout and stderr going to files in ``folder``."""
+    streams = {"stdout": str(folder / "stdout"), "stderr": str(folder / "stderr")}
+    return {"module": module, "cwd": cwd, "args": args, "env": dict(os.environ), **streams}
+
+
+def completed(
+    command: list[str], returncode: int, request: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
+    """A finished request as subprocess.run returns it. A child that failed before it
+    opened its files (its folder gone) wrote none: its output is empty, its status stays."""
+    printed = [
+        Path(request[s]).read_text() if Path(request[s]).exists() else ""
+        for s in ("stdout", "stderr")
+    ]
+    return subprocess.CompletedProcess(command, returncode, *printed)
+
+
 def run_module(request: dict[str, Any]) -> int:
     """In the forked child: ``python -m MODULE ARGS`` as the request describes; its status.
     The module is snakemake or one that imports it (skilleval.cli), run as ``-m`` runs it."""
@@ -92,18 +111,14 @@ def run_forked(
     # mkdtemp, not TemporaryDirectory: the fork inherits the exit handlers of this process's
     # finalizers, and would remove the folder it writes to as it ends
     folder = Path(tempfile.mkdtemp(prefix="snakemake-call-"))
-    out, err = folder / "stdout", folder / "stderr"
-    request: dict[str, Any] = {"module": command[2], "cwd": sys.path[0], "args": command[3:]}
-    request.update(env=dict(os.environ), stdout=str(out), stderr=str(err))
+    request = call(command[2], sys.path[0], command[3:], folder)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
         run_child(request)
     try:
-        returncode = wait_for(pid, timeout, command)
-        printed = [p.read_text() if p.exists() else "" for p in (out, err)]
-        done = subprocess.CompletedProcess(command, returncode, *printed)
+        done = completed(command, wait_for(pid, timeout, command), request)
     finally:
         shutil.rmtree(folder)
     if check:
@@ -213,14 +228,7 @@ class SnakemakeZygote:
             )
         assert self.process.stdin is not None and self.process.stdout is not None
         with tempfile.TemporaryDirectory(prefix="snakemake-call-") as folder:
-            out, err = Path(folder) / "stdout", Path(folder) / "stderr"
-            request: dict[str, Any] = {
-                "module": module,
-                "cwd": str(cwd),
-                "args": args,
-                "env": dict(os.environ),
-            }
-            request.update(stdout=str(out), stderr=str(err))
+            request = call(module, str(cwd), args, Path(folder))
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
             ready, _, _ = select.select([self.process.stdout], [], [], timeout)
@@ -231,10 +239,7 @@ class SnakemakeZygote:
             if not line:
                 self.stop()
                 raise AssertionError(f"the Snakemake zygote exited; {module} {args} has no status")
-            reply = json.loads(line)
-            # A child that failed before it opened them (its folder is gone) wrote none.
-            printed = [p.read_text() if p.exists() else "" for p in (out, err)]
-            return subprocess.CompletedProcess([module, *args], reply["returncode"], *printed)
+            return completed([module, *args], json.loads(line)["returncode"], request)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
