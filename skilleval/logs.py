@@ -49,9 +49,10 @@ def is_rule_script() -> bool:
     return bool(sys.argv) and RULE_SCRIPT_DIR in sys.argv[0]
 
 
-# Libraries that log every HTTP request at INFO (httpx2 is the copy of httpx that openai
-# ships): one line per request would bury a run's progress lines. Their warnings still show.
-CHATTY_LIBRARIES = frozenset({"httpx", "httpx2", "httpcore", "openai", "docker", "urllib3"})
+# Libraries that log every connection or request below WARNING (urllib3, the HTTP client of
+# serving.http and of the docker SDK): one line per request would bury a run's progress
+# lines. Their warnings still show.
+CHATTY_LIBRARIES = frozenset({"docker", "urllib3"})
 
 
 def quiet_libraries(record: logging.LogRecord) -> bool:

@@ -23,8 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+import urllib3
 import yaml
 
 from skilleval.config.loading import merge
@@ -113,8 +113,8 @@ def wait_answering(url: str, server: subprocess.Popen[bytes], timeout_s: float =
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert server.poll() is None, f"the environment server exited ({server.returncode})"
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(url, timeout=2).status_code == 200:
+        with contextlib.suppress(urllib3.exceptions.HTTPError):
+            if urllib3.request("GET", url, timeout=2, retries=False).status == 200:
                 return
         time.sleep(0.2)
     raise AssertionError(f"{url} did not answer in {timeout_s} s")

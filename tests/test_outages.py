@@ -233,23 +233,25 @@ def test_a_crashing_episode_is_listed_and_the_others_finish(
     assert len(journal.read_text().splitlines()) == 47
 
 
-def test_failures_are_classified_for_httpx_and_the_openai_client() -> None:
+def test_failures_are_classified_from_urllib3_exceptions() -> None:
+    """As urllib3/connectionpool.py's urlopen raises them with retries off."""
     import email.utils
+    import http.client
 
-    import httpx
-    import openai
+    from urllib3 import exceptions
 
     from skilleval.serving.outage import StatusFailure, classify, retry_after
 
-    request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
-    wrapped = openai.APIConnectionError(request=request)
-    wrapped.__cause__ = httpx.ConnectError("refused")
     cases = {
-        "connect": [httpx.ConnectError("refused"), httpx.ConnectTimeout("slow"), wrapped],
-        "timeout": [httpx.ReadTimeout("late"), openai.APITimeoutError(request=request)],
+        "connect": [
+            exceptions.NewConnectionError(None, "Connection refused"),  # type: ignore[arg-type]
+            exceptions.ConnectTimeoutError(None, "connect timed out"),
+        ],
+        "timeout": [exceptions.ReadTimeoutError(None, "/v1", "Read timed out.")],  # type: ignore[arg-type]
         "transport": [
-            httpx.RemoteProtocolError("dropped"),
-            openai.APIConnectionError(request=request),
+            exceptions.ProtocolError("Connection aborted.", http.client.RemoteDisconnected()),
+            exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104)),
+            exceptions.ProxyError("proxy down", OSError()),
         ],
         "429": [StatusFailure(429, {"Retry-After": "2"}, "slow down")],
         "5xx": [StatusFailure(503, {}, "busy")],
@@ -260,6 +262,8 @@ def test_failures_are_classified_for_httpx_and_the_openai_client() -> None:
             assert failure is not None and failure.kind == kind, (error, failure)
     assert classify(StatusFailure(404, {}, "missing")) is None
     assert classify(ValueError("a bug")) is None
+    assert classify(exceptions.LocationParseError("http://[::1")) is None
+    assert classify(exceptions.SSLError("certificate verify failed")) is None
     assert retry_after("2") == 2.0 and retry_after("soon") is None and retry_after(None) is None
     date = email.utils.formatdate(time.time() + 30, usegmt=True)
     assert 25 <= (retry_after(date) or 0) <= 31

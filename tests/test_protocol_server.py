@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+import urllib3
 
 from skilleval.errors import ServiceError
 from skilleval.policy.openai_policy import sampling_body
@@ -40,13 +40,15 @@ def chat(base_url: str, world: Path, body: dict[str, Any]) -> None:
     task = Task.from_json(json.loads((world / "persona_splits.v1.json").read_text())["val"][0])
     messages = [{"role": "user", "content": task.instruction}]
     request = {"model": "m", "messages": messages, "tools": TOOLS, **body}
-    reply = httpx.post(base_url + "/chat/completions", json=request, timeout=30)
-    assert reply.status_code == 200, reply.text
+    reply = urllib3.request("POST", base_url + "/chat/completions", json=request, timeout=30)
+    assert reply.status == 200, reply.data
 
 
 def applied(servers: Any) -> list[dict[str, Any]]:
     root = servers.model_url.removesuffix("/v1")
-    return [entry["applied"] for entry in httpx.get(root + APPLIED_SAMPLING_PATH).json()]
+    return [
+        entry["applied"] for entry in urllib3.request("GET", root + APPLIED_SAMPLING_PATH).json()
+    ]
 
 
 @pytest.fixture()

@@ -19,18 +19,18 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+from urllib3.exceptions import HTTPError
 
 from skilleval.env.types import StepResult
 from skilleval.errors import InfrastructureError
 from skilleval.policy.types import ToolCall
-from skilleval.serving.outage import RetryLedger, ServerCalls, StatusFailure
+from skilleval.serving.http import JsonClient, Reply
+from skilleval.serving.outage import RetryLedger, ServerCalls, raise_if_retryable
 
 
-def _checked(response: httpx.Response, episode_id: str | None = None) -> dict[str, Any]:
-    if response.status_code == 429 or response.status_code >= 500:
-        raise StatusFailure(response.status_code, response.headers, response.text)
-    if response.status_code == 404 and episode_id is not None:
+def _checked(response: Reply, episode_id: str | None = None) -> dict[str, Any]:
+    raise_if_retryable(response)
+    if response.status == 404 and episode_id is not None:
         raise InfrastructureError(
             f"environment server no longer knows episode {episode_id} (restarted?)",
             kind="episode_lost",
@@ -42,7 +42,7 @@ def _checked(response: httpx.Response, episode_id: str | None = None) -> dict[st
 
 @dataclass
 class HttpEpisode:
-    client: httpx.Client
+    client: JsonClient
     calls: ServerCalls
     episode_id: str
     instruction: str
@@ -54,7 +54,7 @@ class HttpEpisode:
             lambda: _checked(
                 self.client.post(
                     f"/episodes/{self.episode_id}/step",
-                    json={"name": call.name, "arguments": call.arguments},
+                    {"name": call.name, "arguments": call.arguments},
                 ),
                 self.episode_id,
             ),
@@ -76,7 +76,7 @@ class HttpEpisode:
             return
         self.closed = True
         try:
-            with contextlib.suppress(httpx.TransportError):
+            with contextlib.suppress(HTTPError):
                 self.client.delete(f"/episodes/{self.episode_id}")
         finally:
             self.release()
@@ -93,8 +93,7 @@ class HttpEnvironment:
         outage_budget_s: float,
         timeout_s: float = 60.0,
     ) -> None:
-        limits = httpx.Limits(max_connections=slots + 4, max_keepalive_connections=slots + 4)
-        self.client = httpx.Client(base_url=url, timeout=timeout_s, trust_env=False, limits=limits)
+        self.client = JsonClient(url, timeout_s, connections=slots + 4)
         self.calls = ServerCalls("environment", url, ledger, outage_budget_s)
         self.slots = threading.BoundedSemaphore(slots)
         self._tools: list[dict[str, Any]] | None = None
@@ -111,7 +110,7 @@ class HttpEnvironment:
         self.slots.acquire()
         try:
             data = self.calls.call(
-                lambda: _checked(self.client.post("/episodes", json={"task_id": task_id}))
+                lambda: _checked(self.client.post("/episodes", {"task_id": task_id}))
             )
         except BaseException:
             self.slots.release()

@@ -1,10 +1,17 @@
 """The policy of any OpenAI-compatible chat endpoint (sglang, vLLM, hosted APIs).
 
-Uses the official ``openai`` client with explicit per-request timeouts and its own
-retries off: the run's retry layer for this server (serving.outage) waits out 429, 5xx,
-timeouts and outages, counting each. A request the server refuses (another 4xx, such as
-a prompt past the context length) ends that episode as the model's failure. The API key
-is read from the named environment variable only and never written anywhere.
+Posts the chat-completions request through the package's one HTTP client
+(serving.http), with explicit per-request timeouts and no retries of its own: the run's
+retry layer for this server (serving.outage) waits out 429, 5xx, timeouts and outages,
+counting each. A request the server refuses for what it holds (400, 413, 422: a prompt
+past the context length) ends that episode as the model's failure; a reply that refuses
+every request alike (401, 404, a redirect) is an error. The API key is read from the
+named environment variable only, sent as the bearer token that the OpenAI API and
+sglang's and vLLM's ``--api-key`` check, and never written anywhere.
+
+The official ``openai`` SDK is not used: a run sends one request shape and reads its reply
+as JSON, and at concurrency 32 the SDK's request path (its typed options, its own httpx
+copy) and its import cost more client CPU than the rest of the request.
 """
 
 from __future__ import annotations
@@ -13,13 +20,20 @@ import json
 import os
 from typing import Any
 
-import openai
-
 from skilleval.errors import RejectedRequest, SkillevalError
 from skilleval.policy.types import AssistantTurn, Message, ToolCall
-from skilleval.serving.outage import RetryLedger, ServerCalls
+from skilleval.serving.http import JsonClient, Reply
+from skilleval.serving.outage import RetryLedger, ServerCalls, raise_if_retryable
 
-LOCAL_KEY = "EMPTY"  # sglang and vLLM accept any key; the client needs a non-empty one
+LOCAL_KEY = "EMPTY"  # what a local server started without --api-key ignores
+# Replies that refuse this request for what it holds (a prompt past the context length, a
+# body the server cannot validate or take): the model's failure on the task. sglang 0.5.23
+# answers 400 for both (entrypoints/openai/serving_base.py create_error_response; its
+# validation handler in entrypoints/http_server.py turns FastAPI's 422 into 400). Any other
+# reply outside 2xx refuses every request alike and is no evidence of the model (sglang's
+# API-key middleware, utils/auth.py, answers a wrong key with 401), so it is an error,
+# never an episode's end.
+REQUEST_REFUSALS = frozenset({400, 413, 422})
 
 
 def api_key(env_name: str | None) -> str:
@@ -90,31 +104,23 @@ class OpenAIPolicy:
         timeout_s: float,
         ledger: RetryLedger,
         outage_budget_s: float,
+        connections: int,
         seed: int | None = None,
     ) -> None:
         self.model = model
         self.sampling = sampling_body(sampling, seed)
-        self.client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key(api_key_env),
-            timeout=timeout_s,
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(trust_env=sampling["trust_env"]),
+        self.client = JsonClient(
+            base_url,
+            timeout_s,
+            connections,
+            headers={"Authorization": f"Bearer {api_key(api_key_env)}"},
+            trust_env=sampling["trust_env"],
         )
         self.calls = ServerCalls("model", base_url, ledger, outage_budget_s)
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
-        # The raw post skips the SDK's per-request walk over the typed parameters, and
-        # cast_to=object its construction of a typed ChatCompletion from the reply
-        # (openai/_base_client.py _process_response_data returns the JSON as it came): at
-        # concurrency 32 both cost more client CPU than the rest of the request.
         body = {"model": self.model, "messages": messages, "tools": tools, **self.sampling}
-        try:
-            response = self.calls.call(
-                lambda: self.client.post("/chat/completions", cast_to=object, body=body)
-            )
-        except openai.APIStatusError as error:  # 4xx other than 429: the retry layer passed it
-            raise rejected(error) from error
+        response = self.calls.call(lambda: self._post(body))
         if not isinstance(response, dict) or not response.get("choices"):
             raise SkillevalError(
                 f"model server {self.calls.url} answered a chat completion without choices: "
@@ -134,12 +140,39 @@ class OpenAIPolicy:
             problem=problem,
         )
 
+    def _post(self, body: dict[str, Any]) -> Any:
+        response = self.client.post("/chat/completions", body)
+        raise_if_retryable(response)
+        if response.status in REQUEST_REFUSALS:
+            raise rejected(response)
+        if response.status >= 300:
+            raise SkillevalError(
+                f"model server {self.calls.url} answered HTTP {response.status} to "
+                f"POST /chat/completions: {response.text[:300]!r}; check "
+                "model_server.base_url and api_key_env of the protocol"
+            )
+        try:
+            return response.json()
+        except ValueError as error:
+            raise SkillevalError(
+                f"model server {self.calls.url} answered a chat completion that is not JSON "
+                f"(HTTP {response.status}): {response.text[:300]!r}"
+            ) from error
 
-def rejected(error: openai.APIStatusError) -> RejectedRequest:
-    """The episode's end for a refused request, with the server's own message."""
-    body = error.body if isinstance(error.body, dict) else {}
-    detail = body.get("message") or body.get("detail") or str(error)
-    message = f"HTTP {error.status_code}: {detail}"
+
+def rejected(response: Reply) -> RejectedRequest:
+    """The episode's end for a refused request, with the server's own message: the OpenAI
+    API's ``{"error": {"message"}}``, sglang's and vLLM's ``{"message"}``, or FastAPI's
+    ``{"detail"}``; the reply's text where it is none of these."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    found = body.get("message") or body.get("detail") if isinstance(body, dict) else None
+    detail = found or response.text[:300] or "no message"
+    message = f"HTTP {response.status}: {detail}"
     lowered = message.lower()
     overflow = "context length" in lowered or "context_length" in lowered
     return RejectedRequest("context_overflow" if overflow else "rejected_request", message)

@@ -79,6 +79,7 @@ NOT_EVIDENCE: dict[str, str] = {
     "skilleval.serving.processes": "ports, labels and stopping servers",
     "skilleval.serving.containers": "running a server in Docker instead of a process",
     "skilleval.serving.outage": "waiting for a server that is down; the request is the same",
+    "skilleval.serving.http": "carries the JSON a run built to its server and the reply back",
     "skilleval.serving.service": "checking the server's identity: it refuses, never changes",
     "skilleval.serving.probe": "the lease probe job",
     "skilleval.ablation.checks": "matrix validation: a valid matrix builds the same runs",

@@ -47,7 +47,6 @@ def make_policy(
             fault_rate=fault_rate,
         )
     if backend == "openai":
-        # Imported here: the client costs a second of start-up that a sim run never uses.
         from skilleval.policy.openai_policy import OpenAIPolicy
 
         server = protocol["model_server"]
@@ -60,6 +59,7 @@ def make_policy(
             server["request_timeout_s"],
             ledger,
             protocol["runtime"]["outage_budget_s"],
+            connections=protocol["runtime"]["concurrency"],
             seed=seed,
         )
     raise SkillevalError(f"backends.policy = {backend!r} is unknown")

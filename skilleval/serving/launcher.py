@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import httpx
+from urllib3.exceptions import HTTPError
 
 from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
@@ -39,6 +39,7 @@ from skilleval.serving.containers import (
     running_container,
 )
 from skilleval.serving.gpu import cards_for, job_lease, lock_directory, shared_directory
+from skilleval.serving.http import JsonClient
 from skilleval.serving.processes import (
     ServerLabel,
     port_lease,
@@ -102,14 +103,15 @@ def wait_healthy(base_url: str, name: str, timeout_s: float, alive: Any) -> None
     """Wait for /health, then make sure the server that answered is this job's: its
     /v1/models must list the name this job gave it (sglang's served model name)."""
     root = server_root(base_url)
+    client = JsonClient(root, 5.0, connections=1)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not alive():
             raise ServiceError(f"model server for {root} exited during start-up")
         try:
-            if httpx.get(root + "/health", timeout=5, trust_env=False).status_code == 200:
+            if client.get("/health").status == 200:
                 break
-        except httpx.TransportError:
+        except HTTPError:
             pass
         time.sleep(1.0)
     else:
@@ -125,9 +127,9 @@ def wait_healthy(base_url: str, name: str, timeout_s: float, alive: Any) -> None
 
 def served_names(base_url: str) -> list[str]:
     try:
-        reply = httpx.get(base_url.rstrip("/") + "/models", timeout=10, trust_env=False)
-        return [str(m["id"]) for m in reply.json()["data"]] if reply.status_code == 200 else []
-    except (httpx.TransportError, ValueError, KeyError, TypeError):
+        reply = JsonClient(base_url, 10.0, connections=1).get("/models")
+        return [str(m["id"]) for m in reply.json()["data"]] if reply.status == 200 else []
+    except (HTTPError, ValueError, KeyError, TypeError):
         return []
 
 

@@ -1,10 +1,11 @@
 """Calling a server through its outages: one retry layer per server, every retry counted.
 
 Every request a run makes to its model or environment server goes through one
-``ServerCalls``; nothing beneath it retries (the OpenAI client runs with its retries
-off). A failure that cannot be the request's fault (connection refused, timeout, 429,
-5xx) is waited out with exponential backoff, never shorter than the server's
-Retry-After, for up to the run's outage budget; then the run stops with an OutageError.
+``ServerCalls``; nothing beneath it retries (serving.http runs urllib3 with its retries
+off).
+A failure that cannot be the request's fault (connection refused, timeout, 429, 5xx) is
+waited out with exponential backoff, never shorter than the server's Retry-After, for up
+to the run's outage budget; then the run stops with an OutageError.
 A request that is not idempotent (an environment step) is retried only when it provably
 never reached the server (the connection was refused); any other failure abandons the
 episode, since the step may have been applied.
@@ -21,7 +22,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from urllib3 import exceptions
+
 from skilleval.errors import InfrastructureError, OutageError
+from skilleval.serving.http import Reply
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -70,39 +74,32 @@ def retry_after(value: str | None) -> float | None:
         return None
 
 
+def raise_if_retryable(response: Reply) -> None:
+    """A 429 or 5xx reply as the StatusFailure a retry may cure."""
+    if response.status == 429 or response.status >= 500:
+        raise StatusFailure(response.status, response.headers, response.text)
+
+
 def _status_kind(status: int) -> str | None:
     return "429" if status == 429 else "5xx" if status >= 500 else None
 
 
-def _is(error: BaseException, *names: str) -> bool:
-    """Whether error is one of httpx's named exceptions, from httpx or the openai client's
-    own copy of it (httpx2), which share names but not classes."""
-    return any(
-        cls.__name__ in names and cls.__module__.split(".")[0] in ("httpx", "httpx2")
-        for cls in type(error).__mro__
-    )
-
-
 def classify(error: BaseException) -> Failure | None:
     """What kind of transient failure an exception is; None when a retry cannot help."""
-    # Imported here: a run on the simulated backends never loads the client (a second of
-    # start-up per job).
-    import openai
-
     if isinstance(error, StatusFailure):
         kind = _status_kind(error.status)
         return Failure(kind, error.retry_after_s, str(error)) if kind else None
-    if isinstance(error, openai.APIStatusError):
-        kind = _status_kind(error.status_code)
-        wait = retry_after(error.response.headers.get("Retry-After"))
-        return Failure(kind, wait, f"HTTP {error.status_code}: {error}") if kind else None
-    cause = error.__cause__ if isinstance(error, openai.APIConnectionError) else error
-    message = f"{type(cause or error).__name__}: {cause or error}"
-    if cause is not None and _is(cause, "ConnectError", "ConnectTimeout"):
+    message = f"{type(error).__name__}: {error}"
+    # urllib3/exceptions.py: NewConnectionError (refused, unresolvable) is a
+    # ConnectTimeoutError, both raised before a byte of the request was sent. urlopen
+    # (urllib3/connectionpool.py) turns an OSError or http.client error of a connection that
+    # dropped or reset into a ProtocolError, or a ProxyError when the proxy did. A bad URL,
+    # a certificate or a reply that cannot be decoded is no outage: no retry cures it.
+    if isinstance(error, exceptions.ConnectTimeoutError):
         return Failure("connect", None, message)
-    if isinstance(error, openai.APITimeoutError) or _is(error, "TimeoutException"):
+    if isinstance(error, exceptions.TimeoutError):
         return Failure("timeout", None, message)
-    if isinstance(error, openai.APIConnectionError) or _is(error, "TransportError"):
+    if isinstance(error, exceptions.ProtocolError | exceptions.ProxyError):
         return Failure("transport", None, message)
     return None
 

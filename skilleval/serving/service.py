@@ -7,11 +7,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import httpx
+from urllib3.exceptions import HTTPError
 
 from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
+from skilleval.serving.http import JsonClient
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +61,20 @@ LAUNCH_FLAGS = {
 }
 
 
-def _get_json(client: httpx.Client, url: str) -> dict[str, Any] | None:
+def _get_json(client: JsonClient, path: str) -> dict[str, Any] | None:
+    url = client.base_url + path
     try:
-        response = client.get(url)
-    except httpx.TransportError as error:
+        response = client.get(path)
+    except HTTPError as error:
         raise ServiceError(f"model server {url} unreachable: {error}") from error
-    body = response.json() if response.status_code == 200 else None
+    if response.status != 200:
+        return None
+    try:
+        body = response.json()
+    except ValueError as error:
+        raise ServiceError(
+            f"model server {url} answered HTTP 200 with no JSON: {response.text[:200]!r}"
+        ) from error
     return body if isinstance(body, dict) else None
 
 
@@ -76,14 +85,16 @@ def fetch_identity(base_url: str, timeout_s: float = 10.0) -> dict[str, Any]:
     identity: dict[str, Any] = {"base_url": base_url, "identity_endpoints": None}
     model_info: dict[str, Any] = {}
     server_info: dict[str, Any] = {}
-    with httpx.Client(timeout=timeout_s, trust_env=False) as client:
-        for generation, (model_path, server_path) in IDENTITY_ENDPOINTS.items():
-            found = _get_json(client, root + model_path)
-            if found is not None:
-                model_info, server_info = found, _get_json(client, root + server_path) or {}
-                identity["identity_endpoints"] = f"{generation}: {model_path}, {server_path}"
-                break
-        models = _get_json(client, base_url.rstrip("/") + "/models") or {}
+    client = JsonClient(root, timeout_s, connections=1)
+    for generation, (model_path, server_path) in IDENTITY_ENDPOINTS.items():
+        found = _get_json(client, model_path)
+        if found is not None:
+            model_info, server_info = found, _get_json(client, server_path) or {}
+            identity["identity_endpoints"] = f"{generation}: {model_path}, {server_path}"
+            break
+    api_prefix = base_url.rstrip("/").removeprefix(root)  # "/v1", as root was cut from it
+    models = _get_json(client, api_prefix + "/models") or {}
+    client.close()
     identity["models"] = [m["id"] for m in models.get("data", [])]
     identity["model_info"] = {k: model_info[k] for k in MODEL_INFO_KEYS if k in model_info}
     identity["server"] = {k: server_info[k] for k in SERVER_INFO_KEYS if k in server_info}
