@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -179,14 +178,11 @@ def test_stale_report_names_exactly_the_affected_cells(built: Path) -> None:
             for c in ("config/config.yaml", "config/small.yaml", *configs)
             for a in ("--configfile", c)
         ]
-        started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", "skilleval.cli", "stale", "--root", str(built), *args],
             capture_output=True,
             text=True,
         )
-        elapsed = time.perf_counter() - started
-        assert elapsed < 10, f"stale took {elapsed:.1f}s"
         lines = set(done.stdout.strip().splitlines()[:-1]) if done.returncode else set()
         return done.returncode, lines
 
