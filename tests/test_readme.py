@@ -1,4 +1,5 @@
-"""Every command in the README's code blocks, run as written, in order, on a small world;
+"""Every command in the README's code blocks, run as written, in order, on the default
+world at its full size (the suite's one full-size build: the others use tests/data/small.yaml);
 then what those commands built: the report's first view and the PDF's layout check."""
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from skilleval.config.loading import merge
-from tests.conftest import REPO, copy_workflow, load_default_config
+from tests.conftest import REPO, copy_workflow
 
 pytestmark = pytest.mark.slow
 
@@ -67,15 +67,10 @@ def as_run(words: list[str]) -> list[str] | None:
 
 @pytest.fixture(scope="module")
 def readme_graph(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    """A workflow copy whose default config is the small world, and the outcome of every
-    README command run in it in order."""
+    """A workflow copy, as shipped, and the outcome of every README command run in it in
+    order."""
     workdir = copy_workflow(tmp_path_factory.mktemp("readme"))
-    small = yaml.safe_load((REPO / "tests" / "data" / "small.yaml").read_text())
-    small.pop("ablation")  # the planted matrix belongs to the end-to-end test
-    (workdir / "config" / "config.yaml").write_text(
-        yaml.safe_dump(merge(load_default_config(), small), sort_keys=False)
-    )
-    outcomes = []
+    outcomes: list[dict[str, Any]] = []
     for words in readme_commands():
         argv = as_run(words)
         if argv is None:
@@ -103,6 +98,18 @@ def test_every_readme_command_runs_as_written(
     failed = [o for o in ran if o["returncode"] != 0]
     assert not failed, "\n\n".join(f"$ {o['command']}\n{o['output']}" for o in failed)
     assert any(o["command"] == "snakemake -j 4 paper" for o in ran)
+
+
+def test_the_readme_builds_the_default_world_at_its_full_size(
+    readme_graph: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    workdir, _ = readme_graph
+    full, small = (
+        yaml.safe_load(path.read_text())["world"]["split_sizes"]
+        for path in (REPO / "config" / "config.yaml", REPO / "tests" / "data" / "small.yaml")
+    )
+    summary = json.loads((workdir / "results" / "runs" / "final-ST" / "summary.json").read_text())
+    assert summary["n_tasks"] == full[summary["split"]] > small[summary["split"]], summary
 
 
 def test_the_archived_run_was_rebuilt_by_the_next_command(
