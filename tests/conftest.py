@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,20 @@ def small_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     return built_once(tmp_path_factory, "small-paper", build)
 
 
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt in this process, and children started inside take it
+    as a terminal's programs do, even when the suite runs with SIGINT ignored: bash ignores
+    it for a background job (``pytest &``), and Python keeps an ignored SIGINT ignored, in
+    itself and in every child. A caught signal is reset to its default across exec, where
+    Python installs its own handler again."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture(scope="session")
 def resumed_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The small paper built a second time, in another directory one level deeper than the
@@ -175,10 +190,11 @@ def resumed_paper_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
         log = workdir.with_suffix(".err")
         with log.open("w") as stderr:
             command = [sys.executable, "-m", "snakemake", "--directory", str(workdir)]
-            interrupted = subprocess.Popen(
-                [*command, *SMALL_PAPER], cwd=workdir, stdout=subprocess.DEVNULL,
-                stderr=stderr, start_new_session=True,
-            )  # fmt: skip
+            with interruptible():
+                interrupted = subprocess.Popen(
+                    [*command, *SMALL_PAPER], cwd=workdir, stdout=subprocess.DEVNULL,
+                    stderr=stderr, start_new_session=True,
+                )  # fmt: skip
             deadline = time.monotonic() + 400
             while time.monotonic() < deadline and interrupted.poll() is None:
                 done = STEPS.findall(log.read_text())

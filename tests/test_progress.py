@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import re
+import signal
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from snakemake.logging import ColorizingTextHandler
+from snakemake_interface_logger_plugins.common import LogEvent
 
 from skilleval.progress.estimate import TimeLeft, spoken
-from skilleval.progress.handler import job_label
-from tests.conftest import snakemake
+from skilleval.progress.handler import BuildProgressHandler, job_label
+from tests.conftest import interruptible, snakemake
 
 
 def test_time_left_weighs_each_rule_by_its_own_finished_jobs() -> None:
@@ -45,6 +52,35 @@ def test_nothing_finished_means_unknown_not_zero() -> None:
 def test_a_job_is_named_by_its_rule_and_wildcards() -> None:
     assert job_label("eval_run", {"run": "base-free"}) == "eval_run run=base-free"
     assert job_label("paper", {}) == "paper"
+
+
+class CtrlCMidLine(io.StringIO):
+    """A terminal whose user presses Ctrl-C while a line is being written."""
+
+    def write(self, text: str) -> int:
+        signal.raise_signal(signal.SIGINT)
+        return super().write(text)
+
+
+def progress_line(done: int, total: int) -> logging.LogRecord:
+    return logging.makeLogRecord({"event": LogEvent.PROGRESS, "done": done, "total": total})
+
+
+def test_a_ctrl_c_while_a_line_is_written_stops_the_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with interruptible():
+        # Snakemake's own handler drops it (snakemake/logging.py ColorizingTextHandler.emit):
+        # the build would go on.
+        ColorizingTextHandler(nocolor=True, stream=CtrlCMidLine()).emit(progress_line(1, 2))
+        terminal = CtrlCMidLine()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        settings = SimpleNamespace(nocolor=True, stdout=False, dryrun=False)
+        handler = BuildProgressHandler(settings, None)  # type: ignore[arg-type]
+        with pytest.raises(KeyboardInterrupt):
+            handler.handle(progress_line(1, 2))
+        assert terminal.getvalue().startswith("1 of 2 steps (50%) done")
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 @pytest.mark.slow

@@ -17,8 +17,12 @@ warnings, and the whole of a dry run, whose job listing ``snakemake -n`` and
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from snakemake.logging import ColorizingTextHandler, format_percentage
@@ -36,6 +40,28 @@ def job_label(rule: str, wildcards: dict[str, Any] | None) -> str:
     """``eval_run run=base-free``: the rule and its wildcards, without the file lists."""
     shown = " ".join(f"{k}={v}" for k, v in (wildcards or {}).items())
     return f"{rule} {shown}" if shown else rule
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """SIGINT held over the block and delivered after it, to the handler in place before.
+
+    Snakemake's ColorizingTextHandler.emit ends in ``except (KeyboardInterrupt,
+    SystemExit): pass`` (snakemake/logging.py): a Ctrl-C that lands while it writes a line
+    is dropped, and the build goes on as if no key were pressed. Every line of a build
+    goes through it here, so the handler holds the signal instead. Only the main thread
+    receives signals, and only it may set their handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
 
 
 class BuildProgressHandler(LogHandlerBase):
@@ -115,4 +141,5 @@ class BuildProgressHandler(LogHandlerBase):
     def _print(self, record: logging.LogRecord) -> None:
         if self._snakemake.formatter is None:
             self._snakemake.setFormatter(self.formatter)
-        self._snakemake.emit(record)
+        with interrupts_held():
+            self._snakemake.emit(record)
