@@ -6,6 +6,7 @@ from snakemake.utils import min_version
 
 from skilleval.config.loading import config_sources
 from skilleval.errors import ConfigError
+from skilleval.logs import record_build_command
 from skilleval.serving.gpu import job_environment
 
 min_version("9.17.0")
@@ -13,6 +14,8 @@ min_version("9.17.0")
 # Every job inherits this process's environment, on every executor: no job sees a CUDA
 # device unless it leases one, and cards are numbered as nvidia-smi numbers them.
 job_environment()
+# A stopped job's message repeats the user's own command (config files, profile, targets).
+record_build_command(sys.argv)
 
 # A job ignores SIGINT until the package is imported (skilleval/__init__.py then ends it
 # in one line on an interrupt): Ctrl-C signals the whole process group, and one landing

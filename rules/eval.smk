@@ -7,6 +7,7 @@ rule eval_run:
     output:
         results=paths.RUN_RESULTS,
         summary=paths.RUN_SUMMARY,
+        transcripts=paths.RUN_TRANSCRIPTS,
     log:
         paths.RUN_LOG,
     priority: RUN_SCHEDULING.run_priority

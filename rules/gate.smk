@@ -28,6 +28,7 @@ rule gate_masked_run:
     output:
         results=paths.GATE_RUN_RESULTS,
         summary=paths.GATE_RUN_SUMMARY,
+        transcripts=paths.GATE_RUN_TRANSCRIPTS,
     log:
         f"{paths.LOGS}/gate/{{gate}}-{{masked}}.log",
     priority: RUN_SCHEDULING.run_priority

@@ -12,4 +12,5 @@ with logged(snakemake.log[0], snakemake):
         snakemake.output.summary,
         snakemake.params.journal_root,
         code=snakemake.params.code,
+        transcripts_path=snakemake.output.transcripts,
     )

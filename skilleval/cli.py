@@ -12,6 +12,7 @@ from typing import Any
 
 from skilleval.errors import ServiceError, SkillevalError
 from skilleval.logs import Interrupted, quiet_interrupts
+from skilleval.runs.transcripts import add_episode_command
 from skilleval.serving.gpu import lock_directory
 from skilleval.world.serve_command import add_serve_world
 
@@ -359,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gpu(sub)
     _add_stale(sub)
     _add_archive(sub)
+    add_episode_command(sub)
     add_serve_world(sub)
     return parser
 

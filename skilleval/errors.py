@@ -83,6 +83,13 @@ class OutageError(SkillevalError):
     """A server stayed unreachable or failing for longer than the run's outage budget."""
 
 
+class ServerRefusal(SkillevalError):
+    """The server refuses the run's requests for what they are, not for a passing fault: a
+    key it does not take, a base URL it does not serve, a request body it will not accept
+    however often it is sent. No wait cures it, so the run stops at once with the server's
+    own words; the journal keeps every finished episode."""
+
+
 class DiskError(SkillevalError):
     """A result or journal could not be written: disk full, read-only or not permitted."""
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import shlex
 import signal
 import sys
 import threading
@@ -26,6 +28,24 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # Where Snakemake writes a rule's script before running it with Python (snakemake/script
 # /__init__.py: ScriptBase writes it under the persistence's script_path).
 RULE_SCRIPT_DIR = "/.snakemake/scripts/"
+
+
+# The user's own build command, set by the Snakefile in the process the user started and
+# inherited by every job it runs (locally or, with the environment exported, on a cluster).
+BUILD_COMMAND_VARIABLE = "SKILLEVAL_BUILD_COMMAND"
+
+
+def record_build_command(argv: list[str]) -> None:
+    """Note the command that started the build, once: jobs re-read the Snakefile in their
+    own processes, whose arguments are Snakemake's, not the user's."""
+    if BUILD_COMMAND_VARIABLE not in os.environ and argv:
+        os.environ[BUILD_COMMAND_VARIABLE] = shlex.join(["snakemake", *argv[1:]])
+
+
+def resume_command(target: str) -> str:
+    """The command that resumes a stopped job: the user's own build command, with its
+    config files, profile and targets; a bare one for the target where none is known."""
+    return os.environ.get(BUILD_COMMAND_VARIABLE) or f"snakemake --cores 1 {target}"
 
 
 class Interrupted(SystemExit):

@@ -14,6 +14,7 @@ import pytest
 
 from skilleval.errors import RejectedRequest, SkillevalError
 from skilleval.policy.openai_policy import OpenAIPolicy
+from skilleval.serving.engines import ENGINES
 from skilleval.serving.http import JsonClient, proxy_for
 from skilleval.serving.outage import OutageError, RetryLedger
 
@@ -85,7 +86,17 @@ def canned() -> Iterator[CannedServer]:
 
 
 def policy(url: str, key_env: str | None = None, budget_s: float = 5.0) -> OpenAIPolicy:
-    return OpenAIPolicy(url, "m", SAMPLING, key_env, 5.0, RetryLedger(), budget_s, connections=2)
+    return OpenAIPolicy(
+        url,
+        "m",
+        SAMPLING,
+        key_env,
+        5.0,
+        RetryLedger(),
+        budget_s,
+        connections=2,
+        engine=ENGINES["sglang"],
+    )
 
 
 def reply(status: int, body: Any, headers: dict[str, str] | None = None) -> tuple[int, Any, bytes]:

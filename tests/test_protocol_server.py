@@ -18,6 +18,7 @@ from skilleval.errors import ServiceError
 from skilleval.policy.openai_policy import sampling_body
 from skilleval.report.notice import notice_of
 from skilleval.runs.evaluation import evaluate
+from skilleval.serving.engines import ENGINES
 from skilleval.serving.service import Service, check_identity, fetch_identity
 from skilleval.world.sampling import APPLIED_SAMPLING_PATH
 from skilleval.world.server import Faults, start_servers
@@ -64,7 +65,7 @@ def test_the_project_s_requests_get_the_protocol_whatever_the_server_defaults(
     small_world: Path, qwen_like_checkpoint: Path
 ) -> None:
     sampling = load_default_config()["protocols"]["local-sglang"]["sampling"]
-    body = sampling_body(sampling, seed=None)
+    body = sampling_body(sampling, None, ENGINES["sglang"])
     # sglang's default, --sampling-defaults model: what the checkpoint ships fills the gaps
     servers = start_servers(str(qwen_like_checkpoint), str(small_world), 1)
     try:

@@ -17,15 +17,14 @@ copy) and its import cost more client CPU than the rest of the request.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from skilleval.errors import RejectedRequest, SkillevalError
+from skilleval.errors import RejectedRequest, ServerRefusal
 from skilleval.policy.types import AssistantTurn, Message, ToolCall
-from skilleval.serving.http import JsonClient, Reply
+from skilleval.serving.engines import Engine
+from skilleval.serving.http import JsonClient, Reply, api_key
 from skilleval.serving.outage import RetryLedger, ServerCalls, raise_if_retryable
 
-LOCAL_KEY = "EMPTY"  # what a local server started without --api-key ignores
 # Replies that refuse this request for what it holds (a prompt past the context length, a
 # body the server cannot validate or take): the model's failure on the task. sglang 0.5.23
 # answers 400 for both (entrypoints/openai/serving_base.py create_error_response; its
@@ -36,46 +35,32 @@ LOCAL_KEY = "EMPTY"  # what a local server started without --api-key ignores
 REQUEST_REFUSALS = frozenset({400, 413, 422})
 
 
-def api_key(env_name: str | None) -> str:
-    if env_name is None:
-        return LOCAL_KEY
-    key = os.environ.get(env_name)
-    if not key:
-        raise SkillevalError(
-            f"the protocol reads its API key from ${env_name}, which is not set; export it "
-            "in the shell that runs snakemake (it is never written to config or results)"
-        )
-    return key
-
-
-# sglang's value for "no top_k" (sglang/srt/sampling/sampling_params.py: "top_k must be -1
-# (disable) or at least 1"; vLLM reads -1 the same way).
-TOP_K_DISABLED = -1
-# The sampling parameters a server may fill from the checkpoint's generation_config.json when
-# a request leaves them out (sglang 0.5.23, ModelConfig.get_default_sampling_params, applied
-# by ChatCompletionRequest.to_sampling_params: request value > generation_config > OpenAI
-# default). Every request sends each one, so no server default can change it; min_p and
-# repetition_penalty, which the protocol does not name, go as the values that turn them off.
-SERVER_DEFAULTABLE = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
-NEUTRAL = {"min_p": 0.0, "repetition_penalty": 1.0}
-
-
-def sampling_body(sampling: dict[str, Any], seed: int | None) -> dict[str, Any]:
-    """The request body's sampling fields, sglang's and vLLM's extensions included: every
-    parameter a server could otherwise fill from the checkpoint is sent explicitly."""
+def sampling_body(sampling: dict[str, Any], seed: int | None, engine: Engine) -> dict[str, Any]:
+    """The request body's sampling fields in the answering engine's dialect: every parameter
+    a server could otherwise fill from its defaults (sglang 0.5.23 from the checkpoint's
+    generation_config.json, ModelConfig.get_default_sampling_params; llama.cpp from its
+    own) is sent explicitly; "no top_k" as the value the engine reads as disabled."""
     top_k = sampling["top_k"]
     body: dict[str, Any] = {
         "temperature": sampling["temperature"],
         "top_p": sampling["top_p"],
-        "top_k": TOP_K_DISABLED if top_k is None else top_k,
-        **NEUTRAL,
+        **dict(engine.neutral),
         "max_tokens": sampling["max_tokens"],
         "tool_choice": sampling["tool_choice"],
         "chat_template_kwargs": {"enable_thinking": sampling["enable_thinking"]},
     }
+    if top_k is not None or engine.top_k_disabled is not None:
+        body["top_k"] = engine.top_k_disabled if top_k is None else top_k
     if sampling["send_seed"] and seed is not None:
         body["seed"] = seed
     return body
+
+
+# What the preflight asks: any answer will do, the body's sampling fields are the run's.
+PREFLIGHT_MESSAGES: list[Message] = [
+    {"role": "system", "content": "You are being checked before an evaluation."},
+    {"role": "user", "content": "Reply with the word ready."},
+]
 
 
 def parse_tool_calls(message: dict[str, Any]) -> tuple[tuple[ToolCall, ...], str | None]:
@@ -105,10 +90,12 @@ class OpenAIPolicy:
         ledger: RetryLedger,
         outage_budget_s: float,
         connections: int,
+        engine: Engine,
         seed: int | None = None,
     ) -> None:
         self.model = model
-        self.sampling = sampling_body(sampling, seed)
+        self.api_key_env = api_key_env
+        self.sampling = sampling_body(sampling, seed, engine)
         self.client = JsonClient(
             base_url,
             timeout_s,
@@ -118,11 +105,26 @@ class OpenAIPolicy:
         )
         self.calls = ServerCalls("model", base_url, ledger, outage_budget_s)
 
+    def preflight(self, tools: list[dict[str, Any]]) -> None:
+        """One request with the run's exact sampling, model and tools before its first
+        episode: a body the server refuses stops the run here, quoting the server, before
+        any episode is spent on it."""
+        body = {"model": self.model, "messages": PREFLIGHT_MESSAGES, "tools": tools}
+        try:
+            self.calls.call(lambda: self._post({**body, **self.sampling}))
+        except RejectedRequest as refused:
+            raise ServerRefusal(
+                f"model server {self.calls.url} refuses the protocol's request before any "
+                f"episode: {refused}. The request carried {sorted(self.sampling)}; fix the "
+                "protocol's values (or model_server.engine, which decides how they are "
+                "spelled) and run again"
+            ) from None
+
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
         body = {"model": self.model, "messages": messages, "tools": tools, **self.sampling}
         response = self.calls.call(lambda: self._post(body))
         if not isinstance(response, dict) or not response.get("choices"):
-            raise SkillevalError(
+            raise ServerRefusal(
                 f"model server {self.calls.url} answered a chat completion without choices: "
                 f"{str(response)[:300]}"
             )
@@ -138,6 +140,7 @@ class OpenAIPolicy:
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason") or "stop",
             problem=problem,
+            raw=message if problem is not None else None,
         )
 
     def _post(self, body: dict[str, Any]) -> Any:
@@ -146,18 +149,25 @@ class OpenAIPolicy:
         if response.status in REQUEST_REFUSALS:
             raise rejected(response)
         if response.status >= 300:
-            raise SkillevalError(
-                f"model server {self.calls.url} answered HTTP {response.status} to "
-                f"POST /chat/completions: {response.text[:300]!r}; check "
-                "model_server.base_url and api_key_env of the protocol"
+            raise ServerRefusal(
+                f"model server {self.calls.url} answered HTTP {response.status} to POST "
+                f"/chat/completions ({response.text[:200]!r}): it refuses every request alike. "
+                f"Check model_server.base_url ({self.calls.url}, which must end in the API "
+                "prefix such as /v1) and the key: "
+                + (
+                    f"${self.api_key_env} (model_server.api_key_env)"
+                    if self.api_key_env
+                    else "none is sent (model_server.api_key_env: null)"
+                )
             )
         try:
             return response.json()
-        except ValueError as error:
-            raise SkillevalError(
+        except ValueError:
+            raise ServerRefusal(
                 f"model server {self.calls.url} answered a chat completion that is not JSON "
-                f"(HTTP {response.status}): {response.text[:300]!r}"
-            ) from error
+                f"(HTTP {response.status}): {response.text[:200]!r}; it is no "
+                "OpenAI-compatible endpoint: check model_server.base_url"
+            ) from None
 
 
 def rejected(response: Reply) -> RejectedRequest:

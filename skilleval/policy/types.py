@@ -30,6 +30,9 @@ class AssistantTurn:
     finish_reason: str
     # Why tool calls were dropped (malformed arguments); None when every call parsed.
     problem: str | None = None
+    # The message as the server sent it, kept where it could not be parsed (the raw text of
+    # a malformed tool call), for the run's transcript.
+    raw: Message | None = None
 
     def as_message(self) -> Message:
         message: Message = {"role": "assistant", "content": self.content}

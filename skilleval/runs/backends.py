@@ -13,17 +13,29 @@ from skilleval.errors import SkillevalError
 from skilleval.policy.sim import SimPolicy, weights_salt
 from skilleval.policy.types import Policy
 from skilleval.runs.inputs import RunInputs
-from skilleval.serving.outage import RetryLedger
+from skilleval.serving.http import api_key
+from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.serving.service import Service
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
 
 def make_service(
-    policy: str, checkpoint_id: str, checkpoint_path: str, server: Mapping[str, Any]
+    policy: str,
+    checkpoint_id: str,
+    checkpoint_path: str,
+    server: Mapping[str, Any],
+    outage_budget_s: float,
+    ledger: RetryLedger,
 ) -> Service:
+    """The run's model service; its identity requests go through their own retry layer
+    (``ledger``), which waits out a busy server up to the outage budget."""
     if policy == "sim":
         return Service("sim", checkpoint_id, checkpoint_path)
-    return Service("openai", checkpoint_id, checkpoint_path, server["base_url"], dict(server))
+    calls = ServerCalls("model", server["base_url"], ledger, outage_budget_s)
+    key = api_key(server["api_key_env"])
+    return Service(
+        "openai", checkpoint_id, checkpoint_path, server["base_url"], dict(server), calls, key
+    )
 
 
 def make_policy(
@@ -50,16 +62,18 @@ def make_policy(
         from skilleval.policy.openai_policy import OpenAIPolicy
 
         server = protocol["model_server"]
-        assert service.base_url is not None
+        assert service.base_url is not None and service.model is not None
+        assert service.engine is not None, "the service is checked before the policy is made"
         return OpenAIPolicy(
             service.base_url,
-            service.served_model(),
+            service.model,
             sampling,
             server["api_key_env"],
             server["request_timeout_s"],
             ledger,
             protocol["runtime"]["outage_budget_s"],
             connections=protocol["runtime"]["concurrency"],
+            engine=service.engine,
             seed=seed,
         )
     raise SkillevalError(f"backends.policy = {backend!r} is unknown")

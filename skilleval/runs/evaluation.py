@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from skilleval.errors import CoverageError, OutageError
+from skilleval.logs import resume_command
 from skilleval.provenance.evidence import model_run_code
 from skilleval.provenance.record import provenance
 from skilleval.runs.backends import make_backends, make_service
@@ -34,7 +35,9 @@ from skilleval.runs.runner import (
     longest_expected_first,
     run_episodes,
 )
+from skilleval.runs.transcripts import split_record, write_transcripts
 from skilleval.serving.outage import RetryLedger
+from skilleval.serving.service import Service
 from skilleval.storage import atomic
 
 log = logging.getLogger(__name__)
@@ -84,13 +87,19 @@ def evaluate(
     fault_rate: float = 0.0,
     retry: RetryPolicy | None = None,
     code: Mapping[str, str] | None = None,
+    transcripts_path: str | None = None,
 ) -> dict[str, Any]:
     """``code``: the run's evidence code as the graph computed it (params); computed here
-    when the run is started outside the graph."""
+    when the run is started outside the graph. ``transcripts_path``: where the episodes'
+    transcripts go (beside the results, by default)."""
     started = time.monotonic()
     code = dict(code) if code is not None else model_run_code()
     resolved = resolve(inputs, code)
-    outputs = {"results.jsonl": results_path, "summary.json": summary_path}
+    outputs = {
+        "results.jsonl": results_path,
+        "summary.json": summary_path,
+        "transcripts.jsonl.gz": transcripts_path or f"{results_path}.transcripts.jsonl.gz",
+    }
     journal = Journal(Path(journal_root), inputs.run, resolved.fingerprint, resolved.identity, code)
     with journal:
         if journal.complete.restore(outputs):
@@ -116,14 +125,21 @@ def _evaluate(
     retry: RetryPolicy | None,
     started: float,
 ) -> dict[str, Any]:
-    results_path, summary_path = outputs["results.jsonl"], outputs["summary.json"]
     server = inputs.protocol["model_server"]
     kind = inputs.backends.get("model_server", "none")
+    budget_s = inputs.protocol["runtime"]["outage_budget_s"]
     with served(kind, inputs.run, inputs.checkpoint_path, server) as running:
+        identity_ledger = RetryLedger()
         service = make_service(
-            inputs.backends["policy"], inputs.checkpoint_id, inputs.checkpoint_path, running
+            inputs.backends["policy"],
+            inputs.checkpoint_id,
+            inputs.checkpoint_path,
+            running,
+            budget_s,
+            identity_ledger,
         )
-        service_start = service.check()
+        with resume_hint(inputs.run, outputs["summary.json"]):
+            service_start = service.check()
         ledger = RetryLedger()
         policy, environment = make_backends(inputs, service, ledger, fault_rate)
         max_steps = inputs.protocol["runtime"]["max_steps"]
@@ -133,10 +149,41 @@ def _evaluate(
             prompt = resolved.prompts[task_id]
             return run_episode(policy, environment, task_id, prompt, max_steps, repeat, deadline_s)
 
-        with resume_hint(summary_path):
-            records, stats = _run_all(inputs, resolved, episode, journal, retry, ledger)
-        service_end = service.identity()
-    summary = {
+        with resume_hint(inputs.run, outputs["summary.json"]):
+            if any(key not in journal.records for key in resolved.keys):
+                preflight = getattr(policy, "preflight", None)
+                if preflight is not None:
+                    preflight(environment.tools())
+            lines, stats = _run_all(inputs, resolved, episode, journal, retry, ledger)
+        with end_check_hint(inputs.run, len(lines), journal, outputs["summary.json"]):
+            service_end = service.identity()
+    records = [split_record(line)[0] for line in lines]
+    summary = _summary(inputs, resolved, records, service, (service_start, service_end))
+    summary["service"]["identity_retries"] = identity_ledger.snapshot()
+    summary.update(_written(journal, stats, started))
+    atomic.write_jsonl(outputs["results.jsonl"], records)
+    write_transcripts(outputs["transcripts.jsonl.gz"], lines)
+    record = RunSummary.create(**summary)
+    record.write(outputs["summary.json"])
+    log.info(
+        "run %s done: reward %.4f, r_success %.4f, coverage %.3f",
+        inputs.run,
+        record.metric("reward"),
+        record.metric("r_success"),
+        record.coverage,
+    )
+    return record.as_json()
+
+
+def _summary(
+    inputs: RunInputs,
+    resolved: ResolvedRun,
+    records: list[dict[str, Any]],
+    service: Service,
+    identities: tuple[dict[str, Any], dict[str, Any]],
+) -> dict[str, Any]:
+    """What the run's summary says of its evidence and of what answered it."""
+    return {
         "run": inputs.run,
         "experiment": inputs.experiment,
         **resolved.identity,
@@ -149,34 +196,39 @@ def _evaluate(
         "repeats": inputs.protocol["runtime"]["repeats"],
         **summarise(records, len(resolved.keys)),
         "service": {
-            **_service(service_start, service_end),
+            **_service(*identities),
             "identity_check": service.identity_check,
+            "answered": service.answered(),
         },
         "simulated": service.simulation(),
-        **_written(journal, stats, started),
     }
-    atomic.write_jsonl(results_path, records)
-    record = RunSummary.create(**summary)
-    record.write(summary_path)
-    log.info(
-        "run %s done: reward %.4f, r_success %.4f, coverage %.3f",
-        inputs.run,
-        record.metric("reward"),
-        record.metric("r_success"),
-        record.coverage,
-    )
-    return record.as_json()
 
 
 @contextlib.contextmanager
-def resume_hint(summary_path: str) -> Iterator[None]:
-    """Complete a run-stopping outage's message with the command that resumes the run."""
+def resume_hint(run: str, summary_path: str) -> Iterator[None]:
+    """Complete a run-stopping outage's message with the command that resumes the run:
+    the user's own build command, config files, profile and targets included."""
     try:
         yield
     except OutageError as outage:
         raise OutageError(
-            f"{outage}. Once the server is back, resume with: snakemake --cores 1 "
-            f"{summary_path} (or re-run your own snakemake command: finished tasks are reused)"
+            f"{outage}. Once the server is back, resume with: "
+            f"{resume_command(summary_path)} (run {run}; finished tasks are reused)"
+        ) from None
+
+
+@contextlib.contextmanager
+def end_check_hint(run: str, episodes: int, journal: Journal, summary_path: str) -> Iterator[None]:
+    """A run whose episodes are all done keeps them when its end-of-run identity check
+    cannot be made: the message says so and names the one command that finishes it."""
+    try:
+        yield
+    except OutageError as outage:
+        raise OutageError(
+            f"run {run}: all {episodes} episodes are done and kept in {journal.path}, but the "
+            f"end-of-run identity check could not be made ({outage}), so its outputs are not "
+            f"written yet. Once the server answers, finish it with: "
+            f"{resume_command(summary_path)} (no episode runs again)"
         ) from None
 
 

@@ -11,10 +11,10 @@ scored as it stands, like one that reached max_steps: never resampled.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from skilleval.env.types import Environment
+from skilleval.env.types import Environment, EpisodeHandle
 from skilleval.errors import RejectedRequest
 from skilleval.policy.types import AssistantTurn, Message, Policy
 from skilleval.storage.records import versioned
@@ -42,6 +42,13 @@ class EpisodeResult:
     completion_tokens: int
     stop_reason: str
     error: str | None
+    # The conversation as exchanged, with the raw text of replies that could not be parsed
+    # (runs.transcripts): kept with the record, never part of the results.
+    transcript: list[Message] = field(default_factory=list)
+
+    def journal_line(self) -> dict[str, Any]:
+        """The record and its transcript, as the journal keeps them."""
+        return {**self.as_record(), "transcript": self.transcript}
 
     def as_record(self) -> dict[str, Any]:
         return versioned(
@@ -76,6 +83,7 @@ def run_episode(
         {"role": "system", "content": system_prompt},
         {"role": "user", "content": episode.instruction},
     ]
+    transcript: list[Message] = [dict(message) for message in messages]
     tool_names = {tool["function"]["name"] for tool in tools}
     prompt_tokens = completion_tokens = steps = 0
     stop_reason, error = "max_steps", None
@@ -93,28 +101,43 @@ def run_episode(
             prompt_tokens += turn.prompt_tokens
             completion_tokens += turn.completion_tokens
             messages.append(turn.as_message())
+            transcript.append(turn.raw if turn.raw is not None else turn.as_message())
             ended = turn_end(turn, tool_names)
             if ended is not None:
                 stop_reason, error = ended
                 break
-            done = False
-            for call in turn.tool_calls:
-                result = episode.step(call)
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": result.observation}
-                )
-                if result.done:
-                    done = True
-                    break
-            if done:
+            if run_tool_calls(episode, turn, (messages, transcript)):
                 stop_reason = "done"
                 break
         rewards = episode.rewards()
     finally:
         episode.close()
     return EpisodeResult(
-        task_id, repeat, rewards, steps, prompt_tokens, completion_tokens, stop_reason, error
+        task_id,
+        repeat,
+        rewards,
+        steps,
+        prompt_tokens,
+        completion_tokens,
+        stop_reason,
+        error,
+        transcript,
     )
+
+
+def run_tool_calls(
+    episode: EpisodeHandle, turn: AssistantTurn, conversations: tuple[list[Message], ...]
+) -> bool:
+    """Each of the turn's tool calls in order, its result appended to each conversation;
+    True once the environment says the episode is over."""
+    for call in turn.tool_calls:
+        result = episode.step(call)
+        reply = {"role": "tool", "tool_call_id": call.id, "content": result.observation}
+        for conversation in conversations:
+            conversation.append(reply)
+        if result.done:
+            return True
+    return False
 
 
 def turn_end(turn: AssistantTurn, tool_names: set[str]) -> tuple[str, str | None] | None:

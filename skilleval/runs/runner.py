@@ -14,12 +14,13 @@ outputs are not written.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from skilleval.errors import CoverageError, InfrastructureError, OutageError
+from skilleval.errors import CoverageError, InfrastructureError, OutageError, ServerRefusal
 from skilleval.runs.journal import Journal, RecordKey
 from skilleval.runs.rollout import EpisodeResult
 from skilleval.serving.outage import RetryLedger, backoff_s
@@ -27,6 +28,10 @@ from skilleval.serving.outage import RetryLedger, backoff_s
 log = logging.getLogger(__name__)
 EpisodeFn = Callable[[str, int], EpisodeResult]
 PROGRESS_POLL_S = 0.5  # longest wait for an event, so progress lines keep coming
+# How often a run's progress also reaches the build's terminal (the job's own stderr,
+# which the log redirect leaves as sys.__stderr__): often enough to see a long run move,
+# rarely enough not to bury Snakemake's job lines.
+TERMINAL_EVERY_S = 30.0
 
 
 @dataclass
@@ -98,13 +103,13 @@ class _Schedule:
             except InfrastructureError as exc:
                 self.retry_later(key, str(exc), exc.retry_after_s, exc.kind)
                 continue
-            except OutageError:
+            except (OutageError, ServerRefusal):
                 raise
             except Exception as exc:  # one episode's bug must not take the others down
                 log.exception("task %s repeat %d crashed", key[0], key[1])
                 self.crashed[key] = f"{type(exc).__name__}: {exc}"
                 continue
-            journal.append(result.as_record())
+            journal.append(result.journal_line())
             self.stats.done += 1
             self.stats.task_errors += result.error is not None
 
@@ -152,9 +157,16 @@ def run_episodes(
     retry = retry or RetryPolicy()
     all_keys = list(keys)
     pending = [k for k in all_keys if k not in journal.records]
-    stats = RunStats(total=len(all_keys), reused=len(all_keys) - len(pending))
+    reused_errors = sum(
+        journal.records[k].get("error") is not None for k in set(all_keys) - set(pending)
+    )
+    stats = RunStats(
+        total=len(all_keys), reused=len(all_keys) - len(pending), task_errors=reused_errors
+    )
     stats.ledger = ledger or stats.ledger
     log.info(stats.line(run_name))
+    to_terminal(stats.line(run_name))
+    last_terminal = time.monotonic()
     schedule = _Schedule(pending, retry, stats)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"ep-{run_name}")
     last_report = time.monotonic()
@@ -166,18 +178,28 @@ def run_episodes(
             if time.monotonic() - last_report >= progress_every_s:
                 log.info(stats.line(run_name))
                 last_report = time.monotonic()
-    except OutageError as outage:
+            if time.monotonic() - last_terminal >= TERMINAL_EVERY_S:
+                to_terminal(stats.line(run_name))
+                last_terminal = time.monotonic()
+    except (OutageError, ServerRefusal) as stop:
         finished = stats.reused + stats.done
-        raise OutageError(
-            f"run {run_name!r} stopped: {outage}. {finished}/{stats.total} tasks finished, "
+        raise type(stop)(
+            f"run {run_name!r} stopped: {stop}. {finished}/{stats.total} tasks finished, "
             f"kept in {journal.path}"
         ) from None
     finally:
         stats.ledger.stop.set()  # episodes still waiting on a server give up now
         pool.shutdown(wait=False, cancel_futures=True)
     log.info(stats.line(run_name))
+    to_terminal(stats.line(run_name))
     _refuse_incomplete(schedule, run_name, retry, journal)
     return stats
+
+
+def to_terminal(line: str) -> None:
+    """A progress line on the build's terminal as well as in the run's log."""
+    if sys.__stderr__ is not None and sys.stderr is not sys.__stderr__:
+        print(f"skilleval: {line}", file=sys.__stderr__, flush=True)
 
 
 def _refuse_incomplete(

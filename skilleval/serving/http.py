@@ -15,12 +15,31 @@ False), so the run's one retry layer (serving.outage) sees every failure.
 from __future__ import annotations
 
 import json
+import os
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
+
+from skilleval.errors import SkillevalError
+
+LOCAL_KEY = "EMPTY"  # what a local server started without --api-key ignores
+
+
+def api_key(env_name: str | None) -> str:
+    """The key a protocol names by its variable; read from the environment only, never
+    written anywhere."""
+    if env_name is None:
+        return LOCAL_KEY
+    key = os.environ.get(env_name)
+    if not key:
+        raise SkillevalError(
+            f"the protocol reads its API key from ${env_name}, which is not set; export it "
+            "in the shell that runs snakemake (it is never written to config or results)"
+        )
+    return key
 
 
 class HttpStatusError(Exception):

@@ -6,6 +6,10 @@ off).
 A failure that cannot be the request's fault (connection refused, timeout, 429, 5xx) is
 waited out with exponential backoff, never shorter than the server's Retry-After, for up
 to the run's outage budget; then the run stops with an OutageError.
+The same failing reply to the same request, repeated, is no outage but a refusal of
+that request (a server that validates a field and answers 500): it stops the run within
+seconds (ServerRefusal), quoting the server, instead of waiting out the budget. Replies
+that say "try later" by definition (429, 502, 503, 504) are always waited out.
 A request that is not idempotent (an environment step) is retried only when it provably
 never reached the server (the connection was refused); any other failure abandons the
 episode, since the step may have been applied.
@@ -24,7 +28,7 @@ from typing import TypeVar
 
 from urllib3 import exceptions
 
-from skilleval.errors import InfrastructureError, OutageError
+from skilleval.errors import InfrastructureError, OutageError, ServerRefusal
 from skilleval.serving.http import Reply
 
 log = logging.getLogger(__name__)
@@ -38,12 +42,20 @@ DESCRIBED = {
 }
 
 
+# Statuses that say "not now" (RFC 9110 15.6.3-15.6.5, 6585 4): never read as a refusal.
+TRY_LATER = frozenset({429, 502, 503, 504})
+# How often one request must get the same failing reply before it is a refusal: enough that
+# a passing fault rarely repeats word for word, few enough to stop within seconds.
+REFUSAL_REPEATS = 3
+
+
 class StatusFailure(Exception):
     """An HTTP reply a retry may cure: 429 or 5xx, with the server's Retry-After."""
 
     def __init__(self, status: int, headers: Mapping[str, str], message: str) -> None:
-        super().__init__(f"HTTP {status}: {message[:200]}")
+        super().__init__(f"HTTP {status}: {message[:300]}")
         self.status = status
+        self.body = message
         self.retry_after_s = retry_after(headers.get("Retry-After"))
 
 
@@ -104,6 +116,14 @@ def classify(error: BaseException) -> Failure | None:
     return None
 
 
+def _reply_of(error: BaseException) -> tuple[int, str] | None:
+    """A failing reply that may be a refusal: its status and body; None for a reply that
+    says "try later" and for failures without a reply."""
+    if isinstance(error, StatusFailure) and error.status not in TRY_LATER:
+        return error.status, error.body
+    return None
+
+
 class RetryLedger:
     """Every retry of one run, by layer and kind, and the signal that stops its waits."""
 
@@ -143,6 +163,8 @@ class ServerCalls:
     def call(self, request: Callable[[], T], idempotent: bool = True) -> T:
         first_failure: float | None = None
         attempt = 0
+        same_reply: tuple[int, str] | None = None
+        repeats = 0
         while True:
             if self.ledger.stop.is_set():
                 raise InfrastructureError("the run is stopping", kind="stopped")
@@ -152,7 +174,16 @@ class ServerCalls:
                 failure = classify(error)
                 if failure is None:
                     raise
+                reply = _reply_of(error)
+                repeats = repeats + 1 if reply is not None and reply == same_reply else 1
+                same_reply = reply
                 self._failed(failure, idempotent, error)
+                if reply is not None and repeats >= REFUSAL_REPEATS:
+                    raise ServerRefusal(
+                        f"{self.name} server {self.url} refuses this request: it answered "
+                        f"{error} {repeats} times in a row to the same request. That is no "
+                        "outage; the run stops instead of waiting"
+                    ) from error
             else:
                 if first_failure is not None:
                     log.info("%s server %s answers again", self.name, self.url)

@@ -12,7 +12,9 @@ from urllib3.exceptions import HTTPError
 from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
-from skilleval.serving.http import JsonClient
+from skilleval.serving.engines import Engine, engine_of, identify
+from skilleval.serving.http import JsonClient, Reply
+from skilleval.serving.outage import ServerCalls, StatusFailure, raise_if_retryable
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +63,32 @@ LAUNCH_FLAGS = {
 }
 
 
-def _get_json(client: JsonClient, path: str) -> dict[str, Any] | None:
+class Unauthorized(ServiceError):
+    """The server refuses the run's key: every request would be refused alike."""
+
+
+def _get_json(client: JsonClient, calls: ServerCalls | None, path: str) -> dict[str, Any] | None:
+    """The JSON object at ``path``; None where the server has no such endpoint. Through
+    the run's retry layer when it has one: a busy server is waited out, up to the outage
+    budget, never taken for an absent one."""
     url = client.base_url + path
+
+    def get() -> Reply:
+        reply = client.get(path)
+        raise_if_retryable(reply)
+        return reply
+
     try:
-        response = client.get(path)
+        response = calls.call(get) if calls is not None else get()
     except HTTPError as error:
         raise ServiceError(f"model server {url} unreachable: {error}") from error
+    except StatusFailure as failure:
+        raise ServiceError(f"model server {url} answered {failure}") from failure
+    if response.status in (401, 403):
+        raise Unauthorized(
+            f"model server {url} answered HTTP {response.status}: the API key is missing or "
+            f"wrong ({response.text[:200]!r})"
+        )
     if response.status != 200:
         return None
     try:
@@ -78,24 +100,38 @@ def _get_json(client: JsonClient, path: str) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def fetch_identity(base_url: str, timeout_s: float = 10.0) -> dict[str, Any]:
+def fetch_identity(
+    base_url: str,
+    timeout_s: float = 10.0,
+    calls: ServerCalls | None = None,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """What the server says it serves: sglang's info endpoints (current, else deprecated),
-    and /v1/models; only fields that cannot change while a run lasts are kept."""
+    /v1/models (ids and owners) and the title and version of its OpenAPI document; only
+    fields that cannot change while a run lasts are kept. ``calls``: the run's retry layer
+    for this server; ``headers``: its authorisation."""
     root = server_root(base_url)
     identity: dict[str, Any] = {"base_url": base_url, "identity_endpoints": None}
     model_info: dict[str, Any] = {}
     server_info: dict[str, Any] = {}
-    client = JsonClient(root, timeout_s, connections=1)
-    for generation, (model_path, server_path) in IDENTITY_ENDPOINTS.items():
-        found = _get_json(client, model_path)
-        if found is not None:
-            model_info, server_info = found, _get_json(client, server_path) or {}
-            identity["identity_endpoints"] = f"{generation}: {model_path}, {server_path}"
-            break
-    api_prefix = base_url.rstrip("/").removeprefix(root)  # "/v1", as root was cut from it
-    models = _get_json(client, api_prefix + "/models") or {}
-    client.close()
-    identity["models"] = [m["id"] for m in models.get("data", [])]
+    client = JsonClient(root, timeout_s, connections=1, headers=headers)
+    try:
+        for generation, (model_path, server_path) in IDENTITY_ENDPOINTS.items():
+            found = _get_json(client, calls, model_path)
+            if found is not None:
+                model_info = found
+                server_info = _get_json(client, calls, server_path) or {}
+                identity["identity_endpoints"] = f"{generation}: {model_path}, {server_path}"
+                break
+        api_prefix = base_url.rstrip("/").removeprefix(root)  # "/v1", as root was cut
+        models = _get_json(client, calls, api_prefix + "/models") or {}
+        openapi = (_get_json(client, calls, "/openapi.json") or {}).get("info") or {}
+    finally:
+        client.close()
+    listed = [m for m in models.get("data", []) if isinstance(m, dict) and "id" in m]
+    identity["models"] = [m["id"] for m in listed]
+    identity["owned_by"] = sorted({str(m["owned_by"]) for m in listed if "owned_by" in m})
+    identity["openapi"] = {k: openapi[k] for k in ("title", "version") if k in openapi}
     identity["model_info"] = {k: model_info[k] for k in MODEL_INFO_KEYS if k in model_info}
     identity["server"] = {k: server_info[k] for k in SERVER_INFO_KEYS if k in server_info}
     return identity
@@ -179,7 +215,11 @@ def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: st
 
 
 class Service:
-    """The model service a run talks to; its identity is recorded at start and end."""
+    """The model service a run talks to; its identity is recorded at start and end.
+
+    ``calls`` is the run's retry layer for this server: identity requests wait out a busy
+    or restarting server as chat requests do, up to the outage budget. ``api_key`` is sent
+    as the bearer token (sglang's --api-key guards its identity endpoints too)."""
 
     def __init__(
         self,
@@ -188,26 +228,42 @@ class Service:
         weights: str,
         base_url: str | None = None,
         server: dict[str, Any] | None = None,
+        calls: ServerCalls | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.backend, self.checkpoint_id, self.weights = backend, checkpoint_id, weights
         self.base_url, self.server = base_url, server or {}
+        self.calls = calls
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.checked: dict[str, Any] = {}
         self.identity_check = "not checked"
+        self.engine: Engine | None = None
+        self.model: str | None = None
 
     def identity(self) -> dict[str, Any]:
-        base = {
-            "backend": self.backend,
+        """What the registry names (``registered``) and what the server reports, apart."""
+        registered = {
             "checkpoint_id": self.checkpoint_id,
             "weights_fingerprint": checkpoint_fingerprint(self.weights),
         }
         if self.backend == "sim":
-            return {**base, "model_path": self.weights}
+            return {"backend": "sim", "registered": registered, "model_path": self.weights}
         assert self.base_url is not None
-        return {**base, **fetch_identity(self.base_url)}
+        try:
+            fetched = fetch_identity(
+                self.base_url,
+                float(self.server.get("request_timeout_s") or 10.0),
+                self.calls,
+                self.headers,
+            )
+        except Unauthorized as error:
+            raise ServiceError(f"{error}; {key_fix(self.server.get('api_key_env'))}") from None
+        return {"backend": self.backend, "registered": registered, **fetched}
 
     def check(self) -> dict[str, Any]:
         """The identity at the run's start, checked before any request; ``identity: trust``
-        skips the check for a server that cannot report, and the record says so."""
+        skips the check for a server that cannot report, and the record says so. The
+        engine (how requests are spelled) and the model name to send are settled here."""
         identity = self.identity()
         if self.backend == "sim":
             self.identity_check = "in-process"
@@ -223,8 +279,37 @@ class Service:
                     + ". Serve the registered checkpoint with the protocol's flags."
                 )
             self.identity_check = "verified"
+        if self.backend != "sim":
+            assert self.base_url is not None
+            self.model = served_model(self.server.get("model"), identity, self.base_url)
+            self.engine = engine_of(self.server.get("engine"), identity, self.base_url)
         self.checked = identity
         return identity
+
+    def answered(self) -> dict[str, Any]:
+        """What answered the run, as the server reported it, beside what the registry says:
+        the served model id, the engine and its version, and how the protocol's sampling
+        was spelled for it. Under ``identity: trust`` the registered weights are not what
+        served: nothing checked them."""
+        if self.backend == "sim":
+            return {
+                "model": self.weights,
+                "engine": "sim",
+                "weights_checked": True,
+                "registered": self.checked.get("registered"),
+            }
+        name, version, how = identify(self.checked)
+        return {
+            "model": self.model,
+            "models_listed": self.checked.get("models", []),
+            "engine": self.engine.name if self.engine else None,
+            "engine_reported": name,
+            "engine_version": version,
+            "engine_identified_by": how,
+            "sampling_dialect": self.engine.describe() if self.engine else None,
+            "weights_checked": self.identity_check == "verified",
+            "registered": self.checked.get("registered"),
+        }
 
     def simulation(self) -> dict[str, Any]:
         """Whether what answered the run is simulated, from what it said it is: the sim
@@ -248,7 +333,37 @@ class Service:
             }
         return {"simulated": False, "by": f"a model server serving {info.get('model_path')}"}
 
-    def served_model(self) -> str:
-        """Model name to send: the first the server lists when the run started."""
-        models = self.checked.get("models") or []
-        return str(models[0]) if models else "default"
+
+def key_fix(api_key_env: str | None) -> str:
+    """How to mend a refused key, naming the protocol's key variable."""
+    if api_key_env is None:
+        return (
+            "the protocol sends no key (model_server.api_key_env: null); fix: set "
+            "model_server.api_key_env to the variable that holds the server's key, and export it"
+        )
+    return (
+        f"the key is read from ${api_key_env} (model_server.api_key_env); fix: export the "
+        "server's key in it"
+    )
+
+
+def served_model(declared: str | None, identity: dict[str, Any], base_url: str) -> str:
+    """The model name every request sends: ``model_server.model`` where the protocol names
+    it (and the server lists it, where it lists any), else the one model the server lists.
+    A server listing several models, or none, without a declared name is refused: sending
+    the first would evaluate whichever model the server happens to list first."""
+    models = [str(m) for m in identity.get("models") or []]
+    if declared is not None:
+        if models and declared not in models:
+            raise ServiceError(
+                f"model server {base_url} lists {models}, not model_server.model "
+                f"{declared!r}; fix: set model_server.model to the served name to evaluate"
+            )
+        return declared
+    if len(models) == 1:
+        return models[0]
+    listed = f"lists {len(models)} models ({', '.join(models[:5])})" if models else "lists none"
+    raise ServiceError(
+        f"model server {base_url} {listed} at /v1/models and the protocol names none; fix: set "
+        "model_server.model to the served name to evaluate"
+    )

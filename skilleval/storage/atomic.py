@@ -51,6 +51,11 @@ def current_umask() -> int:
 
 
 def write_text(path: str | Path, text: str) -> None:
+    write_bytes(path, text.encode())
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """``data`` at ``path`` whole or not at all: written beside it, synced, then renamed."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,8 +63,8 @@ def write_text(path: str | Path, text: str) -> None:
     except OSError as error:
         raise disk_error(path, error) or error from None
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             os.fsync(handle.fileno())

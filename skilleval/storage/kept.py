@@ -25,9 +25,9 @@ class KeptOutputs:
         if not all(path.is_file() for path in kept.values()):
             return False
         for name, path in outputs.items():
-            atomic.write_text(path, kept[name].read_text())
+            atomic.write_bytes(path, kept[name].read_bytes())
         return True
 
     def keep(self, outputs: Mapping[str, str]) -> None:
         for name, path in outputs.items():
-            atomic.write_text(self.folder / name, Path(path).read_text())
+            atomic.write_bytes(self.folder / name, Path(path).read_bytes())

@@ -23,8 +23,9 @@ from skilleval.storage.hashing import canonical_hash
 
 # One version per kind of record; bump it when a field changes meaning or shape.
 FORMAT_VERSIONS: dict[str, int] = {
-    "run_summary": 2,
+    "run_summary": 3,
     "task_record": 1,
+    "transcript": 1,
     "contrast": 3,
     "verdict": 2,
     "verdict_family": 1,

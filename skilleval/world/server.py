@@ -4,9 +4,9 @@ shopsim as an environment server with slots, on loopback.
 It lets the real path (OpenAI client, retries, server identity checks, HTTP environment)
 run end to end without a GPU. A fault mode answers a chosen fraction of model requests
 with 429 (with Retry-After), 5xx, a slow reply, a malformed tool call or sglang's 400 for
-a prompt past the context length, and of environment steps with a dropped reply after
-the step was applied; every injected fault is counted. Either server can be stopped and
-restarted on its port (a restarted environment server has lost its episodes).
+a prompt past the context length, and of environment steps with a dropped reply after the
+step was applied; every fault is counted. Either server can be stopped and restarted on its
+port (a restarted environment server has lost its episodes).
 """
 
 from __future__ import annotations
@@ -188,7 +188,10 @@ def model_handler(
                 request.get("max_tokens", 4096),
                 kwargs.get("enable_thinking", True),
             )
-            turn = policy.complete(request["messages"], request.get("tools") or [])
+            try:
+                turn = policy.complete(request["messages"], request.get("tools") or [])
+            except ValueError:  # no task in it (a run's preflight): a model answers that too
+                turn = AssistantTurn("ready", None, (), 0, 1, "stop")
             message = turn.as_message()
             if fault == "malformed" and message.get("tool_calls"):
                 message["tool_calls"][0]["function"]["arguments"] = "{not json"
@@ -377,8 +380,7 @@ def start_servers(
         **(server_args or {}),
     }
     identity.setdefault("launch_command", launch_command(identity))
-    # sglang names the model by its path unless --served-model-name is given
-    # (sglang/srt/arg_groups/serving_hook.py)
+    # sglang names the model by its path without --served-model-name (arg_groups/serving_hook)
     identity["served_model_name"] = identity.get("served_model_name") or identity["model_path"]
 
     def policy_for(temperature: float, max_tokens: int, thinking: bool) -> SimPolicy:

