@@ -5,6 +5,7 @@ from skilleval import paths
 from skilleval.ablation.plan import load_matrix
 from skilleval.ablation.ratios import RATIOS
 from skilleval.config.checks import check_input_files, validate_config
+from skilleval.config.frozen import check_frozen, load_registry
 from skilleval.config.typos import not_one_of, refuse
 from skilleval.config.scheduling import GATE_CHAIN_PRIORITY, RunScheduling
 from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
@@ -52,6 +53,16 @@ try:
     )
 except GpuLeaseError as error:
     sys.exit(f"skilleval: {error}")
+try:
+    check_frozen(
+        config["protocols"],
+        CONFIG_SOURCE.files[0].data.get("protocols", {}),
+        load_registry(paths.FROZEN_PROTOCOLS),
+        CONFIG_SOURCE,
+        paths.FROZEN_PROTOCOLS,
+    )
+except ConfigError as error:
+    sys.exit(f"skilleval: invalid config\n{error}")
 
 IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
 CODE_CACHE = SourceCache(CACHE_DIR / "code-cache.json")

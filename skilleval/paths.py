@@ -8,6 +8,7 @@ the graph and the code that reads its outputs cannot drift apart.
 from __future__ import annotations
 
 RESULTS = "results"
+FROZEN_PROTOCOLS = "config/frozen-protocols.yaml"
 JOURNAL_ROOT = f"{RESULTS}/journal"
 ARCHIVE_ROOT = f"{RESULTS}/archive"
 LOGS = f"{RESULTS}/logs"

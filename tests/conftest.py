@@ -110,6 +110,25 @@ def copy_workflow(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def unfreeze(workdir: Path) -> None:
+    """The shipped protocol unfrozen in a workflow copy, for a test that changes its values
+    (a stand-in's data parallelism, another temperature) to see what the graph does with
+    them; tests/test_frozen_protocols.py tests the freeze itself."""
+    (workdir / "config" / "frozen-protocols.yaml").write_text("{}\n")
+
+
+@contextmanager
+def unfrozen(workdir: Path) -> Iterator[None]:
+    """unfreeze for the time of a ``with`` block."""
+    registry = workdir / "config" / "frozen-protocols.yaml"
+    kept = registry.read_bytes()
+    unfreeze(workdir)
+    try:
+        yield
+    finally:
+        registry.write_bytes(kept)
+
+
 @pytest.fixture()
 def workflow_copy(tmp_path: Path) -> Path:
     """A copy of the workflow in a temporary directory, so tests never touch results/."""

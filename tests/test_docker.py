@@ -24,7 +24,7 @@ from skilleval.serving.containers import (
     container_spec,
     ensure_image,
 )
-from tests.conftest import REPO, copy_workflow, load_default_config, stand_in_server
+from tests.conftest import REPO, copy_workflow, load_default_config, stand_in_server, unfreeze
 from tests.engine_docker import IMAGE, DockerEngine, host_mounts
 from tests.engine_slurm import free_port
 
@@ -101,6 +101,7 @@ def docker_workflow(workdir: Path, archive: Path) -> None:
         "device_requests": False,
     }
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    unfreeze(workdir)
 
 
 def journal_tasks(workdir: Path) -> int:

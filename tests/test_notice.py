@@ -46,3 +46,34 @@ def test_every_table_format_carries_its_notice(tmp_path: Path) -> None:
     assert Path(outputs["html"]).read_text().startswith('<p class="notice">Simulated evidence')
     write_table_set(outputs, "tex", [runs], "")
     assert Path(outputs["csv"]).read_text().startswith("# Runs\nRun,Reward\n")
+
+
+def test_a_trusted_server_is_named_by_what_it_reported_and_its_weights_as_unchecked(
+    tmp_path: Path,
+) -> None:
+    silent = {
+        "simulated": None,
+        "by": "the server reported neither its architecture nor its launch command",
+    }
+    answered = {
+        "model": "smollm2.gguf",
+        "engine_reported": "llama-cpp-python",
+        "engine_version": "0.3.36",
+    }
+    summary = tmp_path / "summary.json"
+    summary.write_text(
+        json.dumps(
+            {
+                "run": "base-free",
+                "simulated": silent,
+                "service": {"identity_check": "trusted", "answered": answered},
+            }
+        )
+    )
+    notice = notice_of([str(summary)])
+    assert "answered by smollm2.gguf on llama-cpp-python 0.3.36" in notice
+    assert "weights that served were not checked" in notice
+    assert (
+        "whether evaluation runs base-free are simulated is unknown: the server reported" in notice
+    )
+    assert "rebuild them" not in notice

@@ -29,6 +29,7 @@ COVERED_ELSEWHERE = {
     "pip": "installs: tests/test_deploy.py installs the package into a fresh venv",
     "uv": "installs: tests/test_lowest_versions.py installs the package with uv",
     "pytest": "the test suite is what runs this",
+    ".ci/install-real-server": "installs the server of tests/test_real_server.py (.ci/run)",
     "ruff": "tests/test_lint.py",
     "mypy": "tests/test_lint.py",
     "snakefmt": "tests/test_lint.py",

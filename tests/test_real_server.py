@@ -6,13 +6,11 @@ server (``python -m llama_cpp.server``, built from the package registry's sdist 
 from __future__ import annotations
 
 import copy
-import http.server
 import importlib.util
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from skilleval.errors import OutageError, ServerRefusal, ServiceError
+from skilleval.errors import ServerRefusal
 from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
@@ -196,21 +194,6 @@ def test_the_preflight_quotes_the_server_s_refusal(llama_server: str) -> None:
     assert time.monotonic() - started < 30
 
 
-def test_a_refused_preflight_stops_the_run_before_its_first_episode(
-    tiny_world: Path, env_url: str, tmp_path: Path
-) -> None:
-    server = FakeModels(["m"])
-    inputs = against(tiny_world, server.url, env_url)
-    started = time.monotonic()
-    with pytest.raises(ServerRefusal, match="unexpected"):
-        evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "journal"))
-    assert time.monotonic() - started < 30
-    assert server.posts == 3, "the preflight's request, sent until its refusal was plain"
-    journals = list((tmp_path / "journal").rglob("*.jsonl"))
-    assert all(path.stat().st_size == 0 for path in journals), "an episode ran"
-    server.close()
-
-
 def test_a_wrong_base_url_is_one_error_naming_it(
     tiny_world: Path, llama_server: str, env_url: str, tmp_path: Path
 ) -> None:
@@ -219,85 +202,3 @@ def test_a_wrong_base_url_is_one_error_naming_it(
     with pytest.raises(ServerRefusal, match=rf"{root}/api.*HTTP 404") as refused:
         evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j"))
     assert "model_server.base_url" in str(refused.value)
-
-
-def test_a_server_listing_two_models_without_a_named_one_is_refused(
-    tiny_world: Path, env_url: str, tmp_path: Path
-) -> None:
-    server = FakeModels(["model-a", "model-b"])
-    inputs = against(tiny_world, server.url, env_url)
-    with pytest.raises(ServiceError, match=r"lists 2 models .*set model_server.model"):
-        evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j"))
-    assert server.posts == 0, "a request was sent before the refusal"
-    server.close()
-
-
-class FakeModels:
-    """A server that lists models and counts chat requests; /v1/models answers only after
-    ``slow_for`` calls that take longer than the client waits (a busy llama.cpp answers
-    /v1/models only between generations)."""
-
-    def __init__(self, models: list[str], slow_for: int = 0, delay_s: float = 0.0) -> None:
-        self.models, self.slow_for, self.delay_s = models, slow_for, delay_s
-        self.posts = 0
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                if self.path == "/v1/models":
-                    if owner.slow_for > 0:
-                        owner.slow_for -= 1
-                        time.sleep(owner.delay_s)
-                    body = {"data": [{"id": m, "owned_by": "vllm"} for m in owner.models]}
-                    self.reply(200, body)
-                else:
-                    self.reply(404, {"detail": "Not Found"})
-
-            def do_POST(self) -> None:
-                owner.posts += 1
-                self.reply(500, {"error": "unexpected"})
-
-            def reply(self, status: int, body: Any) -> None:
-                import json
-
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def test_a_busy_identity_endpoint_is_waited_out_not_called_unreachable() -> None:
-    from skilleval.serving.outage import ServerCalls
-    from skilleval.serving.service import fetch_identity
-
-    server = FakeModels(["m"], slow_for=2, delay_s=1.5)
-    ledger = RetryLedger()
-    calls = ServerCalls("model", server.url, ledger, budget_s=30)
-    identity = fetch_identity(server.url, 0.5, calls)
-    assert identity["models"] == ["m"]
-    assert ledger.snapshot() == {"model/timeout": 2}
-    server.close()
-
-
-def test_an_identity_endpoint_that_never_answers_is_named_busy(tmp_path: Path) -> None:
-    from skilleval.serving.outage import ServerCalls
-    from skilleval.serving.service import fetch_identity
-
-    server = FakeModels(["m"], slow_for=1000, delay_s=1.0)
-    calls = ServerCalls("model", server.url, RetryLedger(), budget_s=2)
-    with pytest.raises(OutageError, match="not answering in time"):
-        fetch_identity(server.url, 0.3, calls)
-    server.close()

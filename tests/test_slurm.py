@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from skilleval.config.loading import merge
-from tests.conftest import REPO, copy_workflow, load_default_config, stand_in_server
+from tests.conftest import REPO, copy_workflow, load_default_config, stand_in_server, unfreeze
 from tests.engine_slurm import ACCOUNT, PARTITION, SlurmCluster, free_port
 
 pytestmark = pytest.mark.slurm
@@ -53,6 +53,7 @@ def slice_workflow(workdir: Path) -> None:
     }
     stand_in_protocol(config["protocols"]["local-sglang"], workdir / "results" / "world")
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    unfreeze(workdir)
     site = workdir / "profiles" / "site"
     shutil.copytree(workdir / "profiles" / "slurm", site)
     profile = yaml.safe_load((site / "config.yaml").read_text())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import dry_run_outputs, snakemake
+from tests.conftest import dry_run_outputs, snakemake, unfrozen
 
 pytestmark = pytest.mark.slow
 
@@ -62,6 +63,7 @@ def test_changing_st_bank_makes_only_st_dependents_stale(built: Path) -> None:
     assert jobs["eval_run"] == {
         "results/runs/final-ST/results.jsonl",
         "results/runs/final-ST/summary.json",
+        "results/runs/final-ST/transcripts.jsonl.gz",
     }
     stale_contrasts = {Path(o).stem for o in jobs["contrast"]}
     assert stale_contrasts == {"internalisation-gap", "upper-bound", "final-vs-initial"}
@@ -80,7 +82,7 @@ def test_changing_one_draft_chunk_makes_ranking_stale_not_main_table(built: Path
         bank.write_text(original)
         snakemake(built, "paper", "--touch", "--configfile", "config/small.yaml")
     assert {"gate_beta", "freeze_bank", "paper_ranking_table", "paper_beta_plot"} <= set(jobs)
-    assert len(jobs["gate_masked_run"]) == 2 * 12
+    assert len(jobs["gate_masked_run"]) == 3 * 12  # results, summary, transcripts
     stale_runs = {Path(o).parent.name for o in jobs["eval_run"]}
     assert stale_runs == {"rank-top-4", "rank-bottom-4", "rank-random-4-20260907"}
     assert "paper_main_table" not in jobs and "paper_forest_plot" not in jobs
@@ -92,7 +94,7 @@ def test_bare_runs_are_built_once_from_scratch(built: Path) -> None:
     jobs = small(built, "paper", "--forceall")
     runs = sorted(Path(o).parent.name for o in jobs["eval_run"] if o.endswith("summary.json"))
     assert runs.count("base-val-free") == 1 and runs.count("base-free") == 1
-    assert len(jobs["gate_masked_run"]) == 2 * 12
+    assert len(jobs["gate_masked_run"]) == 3 * 12  # results, summary, transcripts
 
 
 def test_gate_recovers_signs_in_small_world(built: Path) -> None:
@@ -107,7 +109,8 @@ def test_gate_recovers_signs_in_small_world(built: Path) -> None:
 def test_changing_a_protocol_value_makes_every_run_stale(built: Path) -> None:
     override = built / "config" / "hotter.yaml"
     override.write_text("protocols:\n  local-sglang:\n    sampling:\n      temperature: 0.7\n")
-    jobs = small(built, "paper", extra_config="config/hotter.yaml")
+    with unfrozen(built):
+        jobs = small(built, "paper", extra_config="config/hotter.yaml")
     runs = {Path(o).parent.name for o in jobs["eval_run"]}
     assert set(RUNS) <= runs
     assert "world_tasks" not in jobs
@@ -194,7 +197,8 @@ def test_stale_report_names_exactly_the_affected_cells(built: Path) -> None:
     original = bank.read_text()
     bank.write_text(original.replace("## chunk st-03\n", "## chunk st-03\n\nEdited.\n"))
     try:
-        code, lines = stale("config/hotter.yaml")
+        with unfrozen(built):
+            code, lines = stale("config/hotter.yaml")
     finally:
         bank.write_text(original)
         snakemake(built, "paper", "--touch", "--configfile", "config/small.yaml")
@@ -218,7 +222,9 @@ def test_every_json_artifact_carries_its_format_version(built: Path) -> None:
         model_owned = relative.parts[:2] == ("world", "checkpoints")
         if (trainer_owned and path.name != "summary.json") or model_owned:
             continue
-        lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else None
+        text = path.read_text() if text is None else text
+        lines = text.splitlines() if ".jsonl" in path.suffixes else [text]
         records = [json.loads(line) for line in lines if line.strip()]
         if not all(isinstance(r, dict) and "format_version" in r for r in records):
             unversioned.append(str(relative))

@@ -49,6 +49,8 @@ EVIDENCE: dict[str, str] = {
     "skilleval.runs.runner": "which episodes run and which failures are restarted",
     "skilleval.runs.evaluation": "the summary's metrics, computed from the episodes",
     "skilleval.runs.records": "the summary's fields",
+    "skilleval.runs.transcripts": "what of a journal line goes to results.jsonl",
+    "skilleval.serving.engines": "how each engine is sent the protocol's sampling",
     "skilleval.policy": "the policy: the sim decision rule, the OpenAI client's requests",
     "skilleval.env": "the environment adapter and its wire format",
     "skilleval.skills": "skill parsing and how skills are rendered into the prompt",

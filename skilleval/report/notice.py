@@ -27,27 +27,34 @@ def _names(names: Sequence[str]) -> str:
 def _part(kind: str, records: Mapping[str, Any], what: str) -> tuple[str, str]:
     """(simulated sentence, unknown sentence) for one kind of run."""
     simulated = [n for n, r in records.items() if r and r.get("simulated") is True]
-    unknown = [n for n, r in records.items() if not r or r.get("simulated") is None]
+    unknown = [n for n, r in records.items() if not r]
+    silent = [n for n, r in records.items() if r and r.get("simulated") is None]
     said = ""
     if simulated:
         by = sorted({str(records[n]["by"]) for n in simulated})
         every = len(simulated) == len(records)
         whom = f"every {kind} number comes" if every else f"{kind} runs {_names(simulated)} come"
         said = f"{whom} from {what} (what answered: {'; '.join(by)})"
-    missing = (
+    missing = [
         f"{kind} runs {_names(unknown)} do not record what served them, so whether they are "
         "simulated is unknown (rebuild them)"
-        if unknown
-        else ""
-    )
-    return said, missing
+    ] * bool(unknown)
+    if silent:
+        by = sorted({str(records[n]["by"]) for n in silent})
+        missing.append(
+            f"whether {kind} runs {_names(silent)} are simulated is unknown: {'; '.join(by)}"
+        )
+    return said, "; ".join(missing)
 
 
 def evidence_notice(
-    evaluations: Mapping[str, Any], ablations: Mapping[str, Any], trusted: Sequence[str] = ()
+    evaluations: Mapping[str, Any],
+    ablations: Mapping[str, Any],
+    trusted: Mapping[str, str] | None = None,
 ) -> str:
     """The notice for evidence built from these runs: run name -> its summary's
-    ``simulated`` record (None when it has none)."""
+    ``simulated`` record (None when it has none); ``trusted``: run -> what answered it, for
+    runs whose server was trusted unchecked."""
     evaluation, unknown_evaluation = _part(
         "evaluation",
         evaluations,
@@ -63,10 +70,12 @@ def evidence_notice(
     if unknown:
         sentences.append("Unknown: " + "; ".join(unknown) + ".")
     if trusted:
+        answered = "; ".join(sorted({f"{what}" for what in trusted.values()}))
         sentences.append(
-            f"Unchecked servers: runs {_names(list(trusted))} were served by a model server "
-            "trusted without an identity check (model_server.identity: trust), so nothing "
-            "proves which checkpoint and sampling it applied."
+            f"Unchecked servers: runs {_names(list(trusted))} were answered by {answered}, "
+            "trusted without an identity check (model_server.identity: trust): the weights "
+            "that served were not checked against the registered checkpoint, nor its "
+            "sampling defaults against the protocol."
         )
     return " ".join(sentences)
 
@@ -80,14 +89,24 @@ def notice_of(run_summaries: Sequence[str] = (), ablation_summaries: Sequence[st
     """The notice of evidence read from these summary files."""
     runs = {s["run"]: s for s in map(_read, run_summaries)}
     ablations = {s["run_id"]: s for s in map(_read, ablation_summaries)}
-    trusted = [
-        n for n, s in runs.items() if s.get("service", {}).get("identity_check") == "trusted"
-    ]
+    trusted = {
+        n: answered_by(s["service"].get("answered") or {})
+        for n, s in runs.items()
+        if s.get("service", {}).get("identity_check") == "trusted"
+    }
     return evidence_notice(
         {n: s.get("simulated") for n, s in runs.items()},
         {n: s.get("simulated") for n, s in ablations.items()},
         trusted,
     )
+
+
+def answered_by(answered: Mapping[str, Any]) -> str:
+    """What a run's server reported serving, in words."""
+    model = answered.get("model") or "a model it did not name"
+    engine = answered.get("engine_reported") or answered.get("engine") or "an unidentified engine"
+    version = f" {answered['engine_version']}" if answered.get("engine_version") else ""
+    return f"{model} on {engine}{version}"
 
 
 def caption_of(notice: str) -> str:

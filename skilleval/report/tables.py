@@ -49,7 +49,7 @@ def _run_row(name: str, summary: RunSummary) -> dict[str, Any]:
         "coverage": summary.coverage,
         "tokens_per_task": summary.tokens["mean_per_task"],
         "n_tasks": summary.n_tasks,
-        "protocol": summary.protocol,
+        "protocol": summary.protocol_label,
         "prompt": prompt_label(summary),
         "split": summary.split,
         "valid": valid,

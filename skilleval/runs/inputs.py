@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from skilleval.storage.hashing import canonical_hash
+
 # The files a run reads: role (as the rules name its inputs) -> RunInputs field. Their
 # paths are no part of what a run computes; their contents are compared by digest.
 FILE_FIELDS = {
@@ -24,6 +26,27 @@ FILE_FIELDS = {
 # How a run is executed, not what it computes: these never change a fingerprint or make a
 # run stale, so a run stopped by an outage resumes after the budget is raised.
 EXECUTION_ONLY_RUNTIME = ("outage_budget_s",)
+# Protocol values that say where a run finds its servers and how long it waits for them:
+# they cannot change a result, so a frozen protocol's digest leaves them out.
+# How a launched server is started (its command, image, mounts) is one of them too: what
+# it then serves is checked by its identity, whatever started it.
+EXECUTION_SETTINGS = {
+    "environment": ("url", "beside_run"),
+    "model_server": ("base_url", "request_timeout_s", "api_key_env", "launch"),
+}
+
+
+def protocol_evidence(protocol: Mapping[str, Any]) -> dict[str, Any]:
+    """The protocol's values that reach evidence: what the model and the environment are
+    sent and what is computed from their replies, without its description, file paths
+    (compared by content elsewhere) and execution settings."""
+    values = {k: v for k, v in results_protocol(protocol).items() if k != "description"}
+    for section in ("environment", "model_server"):
+        if isinstance(values.get(section), Mapping):
+            values[section] = {
+                k: v for k, v in values[section].items() if k not in EXECUTION_SETTINGS[section]
+            }
+    return values
 
 
 def results_protocol(protocol: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,6 +59,12 @@ def results_protocol(protocol: Mapping[str, Any]) -> dict[str, Any]:
     if "tasks" in protocol:
         values["tasks"] = {k: v for k, v in protocol["tasks"].items() if k != "split_file"}
     return values
+
+
+def protocol_digest(name: str, protocol: Mapping[str, Any]) -> str:
+    """The protocol's identity: its name and the values that reach evidence. Shown beside
+    its name in every table, and registered for a frozen protocol."""
+    return canonical_hash({"name": name, **protocol_evidence(protocol)})
 
 
 @dataclass(frozen=True)

@@ -81,5 +81,11 @@ class RunSummary(WithMetrics):
     provenance: dict[str, Any]
 
     @property
+    def protocol_label(self) -> str:
+        """The protocol's name with its values' digest: two protocols of one name but other
+        values never read as one in a table."""
+        return f"{self.protocol}@{self.protocol_fingerprint[:12]}"
+
+    @property
     def service_unchanged(self) -> bool:
         return bool(self.service.get("unchanged"))

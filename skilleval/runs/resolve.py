@@ -16,7 +16,7 @@ from typing import Any
 from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.errors import SkillevalError
 from skilleval.policy.sim import SIM_POLICY_VERSION
-from skilleval.runs.inputs import RunInputs, results_protocol
+from skilleval.runs.inputs import RunInputs, protocol_digest
 from skilleval.runs.journal import RecordKey
 from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import Prompt, Skill, bank_hash, load_bank
@@ -30,11 +30,6 @@ class ResolvedRun:
     keys: list[RecordKey]
     prompts: dict[str, str]
     chunk_hashes: dict[str, str]
-
-
-def protocol_fingerprint(protocol_name: str, protocol: Mapping[str, Any]) -> str:
-    values = {k: v for k, v in results_protocol(protocol).items() if k != "description"}
-    return canonical_hash({"name": protocol_name, **values})
 
 
 def checked_checkpoint(inputs: RunInputs) -> str:
@@ -55,7 +50,7 @@ def identity(
 ) -> dict[str, Any]:
     return {
         "protocol": inputs.protocol_name,
-        "protocol_fingerprint": protocol_fingerprint(inputs.protocol_name, inputs.protocol),
+        "protocol_fingerprint": protocol_digest(inputs.protocol_name, inputs.protocol),
         "checkpoint_id": inputs.checkpoint_id,
         "checkpoint_fingerprint": ck_fingerprint,
         "bank": inputs.bank_name,

@@ -1,0 +1,208 @@
+"""What a run does with replies that are no outage: a request the server refuses, a
+model it must choose, an identity endpoint too busy to answer in time. The servers here are
+minimal OpenAI-compatible endpoints that answer as vLLM's does where they answer (owned_by
+"vllm", vllm/entrypoints/openai/protocol.py ModelCard); the real third-party server's
+cases are in tests/test_real_server.py."""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skilleval.errors import OutageError, ServerRefusal, ServiceError
+from skilleval.runs.evaluation import evaluate
+from skilleval.runs.inputs import RunInputs
+from skilleval.runs.transcripts import read_transcripts
+from skilleval.serving.outage import RetryLedger, ServerCalls
+from skilleval.serving.service import fetch_identity
+from skilleval.world.server import Faults, start_servers
+from tests.conftest import AS_LAUNCHED, run_inputs
+
+
+@pytest.fixture(scope="module")
+def env_url(small_world: Path) -> Iterator[str]:
+    weights = small_world / "checkpoints" / "base" / "model.safetensors"
+    servers = start_servers(str(weights), str(small_world), seed=20260830, server_args=AS_LAUNCHED)
+    yield servers.env_url
+    servers.shutdown()
+
+
+def against(world: Path, model_url: str, env: str, budget_s: float = 60) -> RunInputs:
+    inputs = run_inputs(world, "base-free")
+    protocol = copy.deepcopy(inputs.protocol)
+    protocol["model_server"].update(base_url=model_url, request_timeout_s=0.5, identity="trust")
+    protocol["environment"]["url"] = env
+    protocol["runtime"]["outage_budget_s"] = budget_s
+    backends = {"policy": "openai", "environment": "http", "model_server": "external"}
+    return replace(inputs, protocol=protocol, backends=backends)
+
+
+def test_a_refused_preflight_stops_the_run_before_its_first_episode(
+    small_world: Path, env_url: str, tmp_path: Path
+) -> None:
+    server = FakeModels(["m"])
+    inputs = against(small_world, server.url, env_url)
+    started = time.monotonic()
+    with pytest.raises(ServerRefusal, match="unexpected"):
+        evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "journal"))
+    assert time.monotonic() - started < 30
+    assert server.posts == 3, "the preflight's request, sent until its refusal was plain"
+    journals = list((tmp_path / "journal").rglob("*.jsonl"))
+    assert all(path.stat().st_size == 0 for path in journals), "an episode ran"
+    server.close()
+
+
+def test_a_server_listing_two_models_without_a_named_one_is_refused(
+    small_world: Path, env_url: str, tmp_path: Path
+) -> None:
+    server = FakeModels(["model-a", "model-b"])
+    inputs = against(small_world, server.url, env_url)
+    with pytest.raises(ServiceError, match=r"lists 2 models .*set model_server.model"):
+        evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j"))
+    assert server.posts == 0, "a request was sent before the refusal"
+    server.close()
+
+
+class FakeModels:
+    """A server that lists models and counts chat requests, refusing them (500) or
+    answering each with a message that calls no tool. /v1/models answers only after
+    ``slow_for`` calls that take longer than the client waits, and from its
+    ``slow_after``-th call on never in time (a busy llama.cpp answers /v1/models only
+    between generations)."""
+
+    def __init__(
+        self,
+        models: list[str],
+        slow_for: int = 0,
+        delay_s: float = 0.0,
+        answers: bool = False,
+        slow_after: int | None = None,
+    ) -> None:
+        self.models, self.slow_for, self.delay_s = models, slow_for, delay_s
+        self.answers, self.slow_after = answers, slow_after
+        self.posts = 0
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models":
+                    if owner.slow_after is not None:
+                        owner.slow_after -= 1
+                        if owner.slow_after < 0:
+                            owner.slow_for = 1
+                    if owner.slow_for > 0:
+                        owner.slow_for -= 1
+                        time.sleep(owner.delay_s)
+                    body = {"data": [{"id": m, "owned_by": "vllm"} for m in owner.models]}
+                    self.reply(200, body)
+                else:
+                    self.reply(404, {"detail": "Not Found"})
+
+            def do_POST(self) -> None:
+                owner.posts += 1
+                self.rfile.read(int(self.headers["Content-Length"]))
+                if not owner.answers:
+                    self.reply(500, {"error": "unexpected"})
+                    return
+                message = {"role": "assistant", "content": "I cannot help."}
+                choice = {"index": 0, "message": message, "finish_reason": "stop"}
+                self.reply(200, {"choices": [choice], "usage": {}})
+
+            def reply(self, status: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_busy_identity_endpoint_is_waited_out_not_called_unreachable() -> None:
+    server = FakeModels(["m"], slow_for=2, delay_s=1.5)
+    ledger = RetryLedger()
+    calls = ServerCalls("model", server.url, ledger, budget_s=30)
+    identity = fetch_identity(server.url, 0.5, calls)
+    assert identity["models"] == ["m"]
+    assert ledger.snapshot() == {"model/timeout": 2}
+    server.close()
+
+
+def test_an_identity_endpoint_that_never_answers_is_named_busy(tmp_path: Path) -> None:
+    server = FakeModels(["m"], slow_for=1000, delay_s=1.0)
+    calls = ServerCalls("model", server.url, RetryLedger(), budget_s=2)
+    with pytest.raises(OutageError, match="not answering in time"):
+        fetch_identity(server.url, 0.3, calls)
+    server.close()
+
+
+def test_a_run_whose_end_check_cannot_be_made_keeps_its_episodes_and_names_the_command(
+    small_world: Path, env_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = "snakemake --configfile config/lab.yaml --profile profiles/gpu-host paper"
+    monkeypatch.setenv("SKILLEVAL_BUILD_COMMAND", command)
+    server = FakeModels(["m"], delay_s=1.0, answers=True, slow_after=1)
+    inputs = against(small_world, server.url, env_url, budget_s=2)
+    out = [str(tmp_path / "r.jsonl"), str(tmp_path / "s.json"), str(tmp_path / "journal")]
+    with pytest.raises(OutageError) as stopped:
+        evaluate(inputs, *out)
+    message = str(stopped.value)
+    assert "all 48 episodes are done and kept in" in message
+    assert f"finish it with: {command} (no episode runs again)" in message
+    assert "not answering in time" in message
+    assert not (tmp_path / "s.json").exists()
+    posts = server.posts
+    server.slow_after = None
+    summary = evaluate(inputs, *out)
+    assert summary["coverage"] == 1.0
+    assert summary["execution"] and server.posts == posts, "an episode ran again"
+    server.close()
+
+
+def test_a_malformed_tool_call_s_raw_text_is_in_the_transcript(
+    small_world: Path, tmp_path: Path
+) -> None:
+    weights = small_world / "checkpoints" / "base" / "model.safetensors"
+    faults = Faults(rate=0.3, kinds=("malformed",))
+    servers = start_servers(
+        str(weights), str(small_world), 20260830, faults=faults, server_args=AS_LAUNCHED
+    )
+    try:
+        inputs = against(small_world, servers.model_url, servers.env_url)
+        protocol = copy.deepcopy(inputs.protocol)
+        protocol["model_server"].update(identity="verify", request_timeout_s=30)
+        inputs = replace(inputs, protocol=protocol)
+        out = tmp_path / "run"
+        evaluate(
+            inputs,
+            str(out / "r.jsonl"),
+            str(out / "s.json"),
+            str(tmp_path / "journal"),
+            transcripts_path=str(out / "t.jsonl.gz"),
+        )
+    finally:
+        servers.shutdown()
+    episodes = read_transcripts(out / "t.jsonl.gz")
+    malformed = [e for e in episodes if e["stop_reason"] == "malformed_tool_call"]
+    assert malformed, "no fault was injected"
+    calls = [c for m in malformed[0]["messages"] for c in m.get("tool_calls") or []]
+    assert any(c["function"]["arguments"] == "{not json" for c in calls)
