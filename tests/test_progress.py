@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import re
 import signal
@@ -14,8 +15,8 @@ import pytest
 from snakemake.logging import ColorizingTextHandler
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from skilleval.progress.estimate import TimeLeft, spoken
-from skilleval.progress.handler import BuildProgressHandler, job_label
+from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
+from skilleval.progress.handler import RECORDED_RUNS, BuildProgressHandler, job_label
 from tests.conftest import interruptible, snakemake
 
 
@@ -38,6 +39,21 @@ def test_a_rule_with_nothing_finished_counts_as_the_mean_job() -> None:
     left.job_finished("a", 2.0)
     left.job_finished("a", 4.0)
     assert left.seconds(now=16.0) == pytest.approx(3 * 3.0)
+
+
+def test_a_rule_with_nothing_finished_counts_as_its_recorded_runs(tmp_path: Path) -> None:
+    """A build whose model runs have not finished yet: its small jobs say nothing of them."""
+    for run, wall in (("base-free", 1700.0), ("final-ST", 1900.0)):
+        kept = tmp_path / "results" / "journal" / run / "0123abcd.complete" / "summary.json"
+        kept.parent.mkdir(parents=True)
+        kept.write_text(json.dumps({"provenance": {"execution": {"wall_s": wall}}}))
+    recorded = recorded_durations(tmp_path, RECORDED_RUNS)
+    assert recorded == {"eval_run": 1800.0, "gate_masked_run": 1800.0}
+    left = TimeLeft(recorded=recorded)
+    left.plan({"world_tasks": 1, "eval_run": 2})
+    left.job_started(0.0)
+    left.job_finished("world_tasks", 1.0)
+    assert left.seconds(now=1.0) == pytest.approx(2 * 1800.0)
 
 
 def test_nothing_finished_means_unknown_not_zero() -> None:

@@ -246,3 +246,15 @@ def test_check_identity_compares_the_whole_path() -> None:
     }
     problems = check_identity(identity, PROTOCOL, "/ckpt/iter_80/hf/model.safetensors")
     assert any(p.startswith("serves /ckpt/iter_60/hf") for p in problems)
+
+
+def test_a_launch_line_with_a_quote_is_a_clear_refusal_not_a_crash() -> None:
+    """sglang records " ".join(argv): a quote in a model path leaves it unbalanced."""
+    launch = "python -m sglang.launch_server --model-path /ckpt/it's-80/hf --tp-size 1"
+    identity = {
+        "identity_endpoints": "current: /model_info, /server_info",
+        "model_info": fixture("model_info"),
+        "server": server_info(launch_command=launch),
+    }
+    problems = check_identity(identity, PROTOCOL, "/ckpt/iter_80/hf/model.safetensors")
+    assert any("launch_command cannot be read as a command line" in p for p in problems)

@@ -23,17 +23,23 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from snakemake.logging import ColorizingTextHandler, format_percentage
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from skilleval.progress.estimate import TimeLeft, spoken
+from skilleval import paths
+from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
 
 # What Snakemake's scheduler logs before each selection (snakemake/scheduling/
 # job_scheduler.py); "Execute N jobs..." after it is the JOB_STARTED event.
 SELECTING = "Select jobs to execute..."
+# Where model runs record their wall time: each run's summary, and the kept copy of every
+# complete run beside its journal (which a rebuild's deleted outputs leave in place).
+RECORDED_RUN = f"{paths.JOURNAL_ROOT}/*/*.complete/summary.json"
+RECORDED_RUNS = {"eval_run": RECORDED_RUN, "gate_masked_run": RECORDED_RUN}
 
 
 def job_label(rule: str, wildcards: dict[str, Any] | None) -> str:
@@ -109,6 +115,7 @@ class BuildProgressHandler(LogHandlerBase):
             stats = record.__dict__.get("stats")
             if event == LogEvent.RUN_INFO and isinstance(stats, dict):
                 self.time_left.plan(stats)
+                self.time_left.recorded = recorded_durations(Path.cwd(), RECORDED_RUNS)
             self._print(record)
             return
         now = time.monotonic()

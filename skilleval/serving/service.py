@@ -201,7 +201,15 @@ def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: st
         # any other source of defaults could change a parameter a request leaves out
         "sampling_defaults": "openai",
     }
-    launched = launch_arguments(served.get("launch_command"))
+    try:
+        launched = launch_arguments(served.get("launch_command"))
+    except ValueError as error:  # shlex: an unbalanced quote in sglang's " ".join(argv)
+        return [
+            *problems,
+            f"its launch_command cannot be read as a command line ({error}: "
+            f"{str(served.get('launch_command'))[:200]!r}), so its flags cannot be checked; "
+            "start it from a model path without quotes",
+        ]
     for key, value in wanted.items():
         if value is None:
             continue
