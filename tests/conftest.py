@@ -24,6 +24,7 @@ from skilleval.runs.inputs import RunInputs
 from skilleval.skills.bank import Prompt
 from skilleval.world.design import world_design
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
+from skilleval.world.server import start_servers
 from tests.engine_docker import DockerEngine
 from tests.engine_docker import missing_engine as docker_missing
 from tests.engine_slurm import SlurmCluster
@@ -51,13 +52,17 @@ DEFAULT_PROMPT = Prompt.load(
 @pytest.fixture(scope="session")
 def small_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """World files of the default seeds with 48 tasks per split, written once per session."""
-    root = tmp_path_factory.mktemp("world")
+    return write_world(tmp_path_factory.mktemp("world"), tasks=48)
+
+
+def write_world(root: Path, tasks: int) -> Path:
+    """The default world's files in ``root``, with ``tasks`` tasks in val and in test."""
     world = load_default_config()["world"]
     write_tasks(
         world["seed"],
         world["categories"],
         world["products_per_category"],
-        {"val": 48, "test": 48},
+        {"val": tasks, "test": tasks},
         root / "catalogue.json",
         root / "persona_splits.v1.json",
     )
@@ -68,6 +73,17 @@ def small_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, bank in design.banks.items():
         write_bank(world["seed"], name, root / "banks" / f"{name}.md", bank)
     return root
+
+
+@contextmanager
+def environment_server(world: Path) -> Iterator[str]:
+    """The URL of the world's environment server (skilleval serve-world's, in threads)."""
+    weights = world / "checkpoints" / "base" / "model.safetensors"
+    servers = start_servers(str(weights), str(world), seed=20260830, server_args=AS_LAUNCHED)
+    try:
+        yield servers.env_url
+    finally:
+        servers.shutdown()
 
 
 def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:

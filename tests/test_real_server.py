@@ -27,10 +27,7 @@ from skilleval.runs.inputs import RunInputs
 from skilleval.runs.transcripts import read_transcripts
 from skilleval.serving.engines import ENGINES
 from skilleval.serving.outage import RetryLedger
-from skilleval.world.design import world_design
-from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
-from skilleval.world.server import start_servers
-from tests.conftest import AS_LAUNCHED, load_default_config, run_inputs
+from tests.conftest import environment_server, load_default_config, run_inputs, write_world
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SERVER_FLAGS = ("--n_ctx", "4096", "--n_threads", "2", "--model")
@@ -102,32 +99,13 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def tiny_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("tiny-world")
-    world = load_default_config()["world"]
-    write_tasks(
-        world["seed"],
-        world["categories"],
-        world["products_per_category"],
-        {"val": TASKS, "test": TASKS},
-        root / "catalogue.json",
-        root / "persona_splits.v1.json",
-    )
-    design = world_design(load_default_config())
-    for name, checkpoint in design.checkpoints.items():
-        write_checkpoint(
-            world["seed"], name, root / "checkpoints" / name / "model.safetensors", checkpoint
-        )
-    for name, bank in design.banks.items():
-        write_bank(world["seed"], name, root / "banks" / f"{name}.md", bank)
-    return root
+    return write_world(tmp_path_factory.mktemp("tiny-world"), tasks=TASKS)
 
 
 @pytest.fixture(scope="module")
 def env_url(tiny_world: Path) -> Iterator[str]:
-    weights = tiny_world / "checkpoints" / "base" / "model.safetensors"
-    servers = start_servers(str(weights), str(tiny_world), seed=20260830, server_args=AS_LAUNCHED)
-    yield servers.env_url
-    servers.shutdown()
+    with environment_server(tiny_world) as url:
+        yield url
 
 
 def against(world: Path, model_url: str, env: str, **server: Any) -> RunInputs:

@@ -25,15 +25,13 @@ from skilleval.runs.transcripts import read_transcripts
 from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.serving.service import fetch_identity
 from skilleval.world.server import Faults, start_servers
-from tests.conftest import AS_LAUNCHED, run_inputs
+from tests.conftest import AS_LAUNCHED, environment_server, run_inputs
 
 
 @pytest.fixture(scope="module")
 def env_url(small_world: Path) -> Iterator[str]:
-    weights = small_world / "checkpoints" / "base" / "model.safetensors"
-    servers = start_servers(str(weights), str(small_world), seed=20260830, server_args=AS_LAUNCHED)
-    yield servers.env_url
-    servers.shutdown()
+    with environment_server(small_world) as url:
+        yield url
 
 
 def against(world: Path, model_url: str, env: str, budget_s: float = 60) -> RunInputs:
