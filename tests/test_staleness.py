@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import dry_run_outputs, skilleval_cli, snakemake
+from tests.conftest import dry_run_outputs, skilleval_cli, snakemake, unfrozen
 
 pytestmark = pytest.mark.slow
 
@@ -244,7 +244,10 @@ def test_a_contrast_description_makes_only_the_main_table_stale(built: Path) -> 
 
 def test_a_protocol_value_makes_its_runs_and_dependents_stale(built: Path) -> None:
     config = built / "config" / "config.yaml"
-    with edited(config, lambda t: t.replace("temperature: 0.6", "temperature: 0.7", 1)):
+    with (
+        unfrozen(built),
+        edited(config, lambda t: t.replace("temperature: 0.6", "temperature: 0.7", 1)),
+    ):
         jobs = stale(built, "paper")
     assert {"eval_run", "gate_masked_run", "contrast", "paper_main_table"} <= set(jobs)
     assert "world_tasks" not in jobs and "ablation_run" not in jobs
