@@ -24,7 +24,7 @@ from packaging.version import Version
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
-UNIT_TESTS = "not slow and not docker and not slurm and not gpu"
+UNIT_TESTS = "not slow and not docker and not slurm and not gpu and not real_server"
 LEFT_OUT = (
     # Lease scheduling under 41 concurrent jobs: a minute of load that calls no library
     # API the other unit tests leave out.

@@ -42,6 +42,8 @@ def missing() -> str | None:
     return None
 
 
+pytestmark = pytest.mark.real_server
+
 # CI installs both; there a missing one is a failure, never a quiet skip.
 if missing() and not os.environ.get("CI"):
     pytest.skip(str(missing()), allow_module_level=True)
