@@ -172,7 +172,8 @@ def test_a_run_whose_end_check_cannot_be_made_keeps_its_episodes_and_names_the_c
     server.slow_after = None
     summary = evaluate(inputs, *out)
     assert summary["coverage"] == 1.0
-    assert summary["execution"] and server.posts == posts, "an episode ran again"
+    assert summary["provenance"]["execution"]["reused_from_journal"] == 48
+    assert server.posts == posts, "an episode ran again"
     server.close()
 
 

@@ -84,7 +84,10 @@ OWNED_BY = {"sglang": "sglang", "vllm": "vllm", "llamacpp": "llama.cpp", "me": N
 LLAMA_CPP_PYTHON_TITLE = "llama.cpp Python API"
 
 
-def identify(identity: Mapping[str, Any]) -> tuple[str | None, str | None, str]:
+Identified = tuple[str | None, str | None, str]  # (engine, version, how it was told)
+
+
+def identify(identity: Mapping[str, Any]) -> Identified:
     """(engine name, its version, how it was told) from what a server reported
     (serving.service.fetch_identity); (None, None, why) when nothing identifies it."""
     if identity.get("identity_endpoints"):
@@ -102,11 +105,11 @@ def identify(identity: Mapping[str, Any]) -> tuple[str | None, str | None, str]:
     return None, None, "the server names no engine this package knows"
 
 
-def engine_of(declared: str | None, identity: Mapping[str, Any], base_url: str) -> Engine:
+def engine_of(declared: str | None, identified: Identified, base_url: str) -> Engine:
     """The engine a run's requests are written for: the identified one, or the one the
     protocol declares for a server that says nothing; a declaration the server contradicts
     is refused."""
-    found, _, how = identify(identity)
+    found, _, how = identified
     if declared is not None and found is not None and declared != found:
         raise ServiceError(
             f"model server {base_url} is {found} ({how}), but the protocol declares "

@@ -12,7 +12,7 @@ from urllib3.exceptions import HTTPError
 from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
-from skilleval.serving.engines import Engine, engine_of, identify
+from skilleval.serving.engines import Engine, Identified, engine_of, identify
 from skilleval.serving.http import JsonClient, Reply
 from skilleval.serving.outage import ServerCalls, StatusFailure, raise_if_retryable
 
@@ -246,6 +246,7 @@ class Service:
         self.checked: dict[str, Any] = {}
         self.identity_check = "not checked"
         self.engine: Engine | None = None
+        self.identified: Identified = (None, None, "not asked")
         self.model: str | None = None
 
     def identity(self) -> dict[str, Any]:
@@ -290,7 +291,8 @@ class Service:
         if self.backend != "sim":
             assert self.base_url is not None
             self.model = served_model(self.server.get("model"), identity, self.base_url)
-            self.engine = engine_of(self.server.get("engine"), identity, self.base_url)
+            self.identified = identify(identity)
+            self.engine = engine_of(self.server.get("engine"), self.identified, self.base_url)
         self.checked = identity
         return identity
 
@@ -306,7 +308,7 @@ class Service:
                 "weights_checked": True,
                 "registered": self.checked.get("registered"),
             }
-        name, version, how = identify(self.checked)
+        name, version, how = self.identified
         return {
             "model": self.model,
             "models_listed": self.checked.get("models", []),
