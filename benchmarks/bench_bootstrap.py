@@ -1,10 +1,13 @@
 """Speed of the contrasts: 10,000 paired resamples over 400 tasks for all five contrasts.
 
 Target (issue 3): under 1 s together. Prints the figures; asserts nothing.
+
+SKILLEVAL_BENCH_SIZE=tiny runs it at a tiny size.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -12,6 +15,9 @@ import numpy as np
 from skilleval.analysis.bootstrap import AlignedPairs, paired_bootstrap
 
 N_TASKS, N_RESAMPLES, N_CONTRASTS, REPEATS = 400, 10_000, 5, 5
+# The suite runs every benchmark at a tiny size so none can rot (tests/test_benchmarks.py).
+if os.environ.get("SKILLEVAL_BENCH_SIZE") == "tiny":
+    N_TASKS, N_RESAMPLES, REPEATS = 40, 200, 1
 
 
 def main() -> None:

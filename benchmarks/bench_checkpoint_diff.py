@@ -8,6 +8,7 @@ only imports the diff code gives the interpreter's own share.
 Prints the checkpoint size, the largest tensor, the peak RSS above the baseline and the
 throughput, per device (``--device cpu cuda`` on a GPU host, with the largest relative
 difference between the two devices' per-tensor changes). Asserts nothing.
+SKILLEVAL_BENCH_SIZE=tiny writes a checkpoint of a few hundred kB instead.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,6 +27,8 @@ import numpy as np
 
 HIDDEN, FFN, VOCAB, LAYERS = 2560, 9728, 151936, 7
 SHARD_BYTES = 1 << 30
+if os.environ.get("SKILLEVAL_BENCH_SIZE") == "tiny":
+    HIDDEN, FFN, VOCAB, LAYERS, SHARD_BYTES = 64, 128, 1000, 2, 1 << 16
 BLOCK = 16 * 1024 * 1024
 
 

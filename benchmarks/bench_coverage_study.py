@@ -24,6 +24,8 @@ Replicates run in parallel (one process per core). Prints the coverage table (me
 quantity -> coverage +/- Monte Carlo error) and writes paper/figures/coverage_study.{pdf,png}.
 Asserts nothing. Usage:
   [SECTION_SHIFT=0.2] python benchmarks/bench_coverage_study.py [contrast_reps] [gate_reps]
+SKILLEVAL_BENCH_SIZE=tiny runs two replicates of each on a small world and draws the figure
+in a temporary folder.
 """
 
 from __future__ import annotations
@@ -67,13 +69,16 @@ REPO = Path(__file__).resolve().parent.parent
 PROMPT = Prompt.load(
     str(REPO / "config/prompts/shop-assistant.system.txt"), str(REPO / "config/prompts/skills.j2")
 )
-N_RESAMPLES = 2000
+TINY = os.environ.get("SKILLEVAL_BENCH_SIZE") == "tiny"
+N_RESAMPLES = 200 if TINY else 2000
 WORLD: dict[str, Any] = {}
 
 
 def build_world() -> dict[str, Any]:
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config["world"]["skills_section_shift"] = float(os.environ.get("SECTION_SHIFT", "0"))
+    if TINY:
+        config["world"]["split_sizes"] = {"train": 20, "val": 40, "test": 40}
     world, protocol = config["world"], config["protocols"]["local-sglang"]
     root = Path(tempfile.mkdtemp(prefix="coverage-study-"))
     write_tasks(
@@ -224,7 +229,7 @@ def gate_replicate(replicate: int) -> dict[tuple[str, str], bool]:
     bare = simulate(gate["checkpoint"], dict.fromkeys(tasks, PROMPT.message([])), seed)
     deltas, groups = [], []
     for run in gate["runs"]:
-        masks = gate["design"]["runs"][run]
+        masks = gate["design"].runs[run]
         prompts = {
             t: PROMPT.message([s for s, bit in zip(chunks, masks[t], strict=True) if bit])
             for t in tasks
@@ -343,11 +348,15 @@ def main(contrast_reps: int, gate_reps: int) -> None:
         rates = [r for (q, m), (r, _) in table.items() if m == method]
         print(f"mean over quantities, {method}: {np.mean(rates):.3f}")
     print("truths:", {k: round(v, 4) for k, v in WORLD["truths"].items()})
-    figure(table, REPO / "paper" / "figures" / "coverage_study")
+    figures = (
+        Path(tempfile.mkdtemp(prefix="coverage-figure-")) if TINY else REPO / "paper" / "figures"
+    )
+    figure(table, figures / "coverage_study")
+    print(f"figure: {figures / 'coverage_study'}.pdf")
 
 
 if __name__ == "__main__":
     main(
-        int(sys.argv[1]) if len(sys.argv) > 1 else 1000,
-        int(sys.argv[2]) if len(sys.argv) > 2 else 500,
+        int(sys.argv[1]) if len(sys.argv) > 1 else (2 if TINY else 1000),
+        int(sys.argv[2]) if len(sys.argv) > 2 else (2 if TINY else 500),
     )

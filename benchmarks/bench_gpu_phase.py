@@ -18,6 +18,8 @@ and that no two live servers shared a card or a port, and draws the card occupan
 time (PNG path printed). Asserts nothing about the ratio.
 
     python benchmarks/bench_gpu_phase.py [startup_delay_s=8] [latency_s=0.2] [out_dir]
+
+SKILLEVAL_BENCH_SIZE=tiny: no start-up delay and no reply latency.
 """
 
 from __future__ import annotations
@@ -74,8 +76,9 @@ def draw(runs: list[tuple[str, float, float, list[int], int]], out: Path) -> Non
 
 
 def main() -> None:
-    delay = float(sys.argv[1]) if len(sys.argv) > 1 else 8.0
-    latency = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
+    tiny = os.environ.get("SKILLEVAL_BENCH_SIZE") == "tiny"
+    delay = float(sys.argv[1]) if len(sys.argv) > 1 else (0.0 if tiny else 8.0)
+    latency = float(sys.argv[2]) if len(sys.argv) > 2 else (0.0 if tiny else 0.2)
     out_dir = Path(sys.argv[3]) if len(sys.argv) > 3 else Path(tempfile.mkdtemp())
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:

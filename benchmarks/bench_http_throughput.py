@@ -18,6 +18,7 @@ milliseconds per model request. Asserts nothing. Runs the tasks twice: in the li
 (no earlier run), then as a later run whose tasks' lengths the first run's journal holds
 (longest expected first, issue 27).
 Usage: python benchmarks/bench_http_throughput.py [latency_s]
+SKILLEVAL_BENCH_SIZE=tiny: 40 tasks, 10 ms a reply.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from skilleval.world.design import checkpoint_design
 from skilleval.world.generate import write_checkpoint, write_tasks
 
 SEED = 20260901
+TINY = os.environ.get("SKILLEVAL_BENCH_SIZE") == "tiny"
+TASKS = 40 if TINY else 400
 
 
 def free_port() -> int:
@@ -70,7 +73,7 @@ def main(latency: float) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-http-") as folder:
         root = Path(folder)
         write_tasks(
-            SEED, 8, 60, {"test": 400}, root / "catalogue.json", root / "persona_splits.v1.json"
+            SEED, 8, 60, {"test": TASKS}, root / "catalogue.json", root / "persona_splits.v1.json"
         )
         weights = root / "checkpoints" / "base" / "model.safetensors"
         write_checkpoint(SEED, "base", weights, checkpoint_design(0, 2))
@@ -202,4 +205,4 @@ def timed_run(inputs: Any, root: Path, label: str, server_pid: int) -> TimedRun:
 
 
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 0.2)
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else (0.01 if TINY else 0.2))

@@ -345,6 +345,7 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEn
 # install, which waits on downloads, they idled too (31-81% for a minute).
 LONGEST_FIRST = (
     "test_lowest_versions.py",
+    "test_benchmarks.py",
     "test_staleness.py",
     "test_outages.py",
     "test_gpu_host.py",
@@ -358,7 +359,7 @@ LONGEST_FIRST = (
 # fixture is a copy of the shared small paper or of the workflow (seconds), so a second
 # worker's copy costs less than the worker waiting. Every other file goes to one worker
 # whole, so that its module fixtures (a cluster, a full-size build) are made once.
-SPREAD = ("test_staleness.py", "test_workflow_e2e.py", "test_bad_inputs.py")
+SPREAD = ("test_staleness.py", "test_workflow_e2e.py", "test_bad_inputs.py", "test_benchmarks.py")
 
 
 class FilesOrSpreadTests(LoadFileScheduling):
