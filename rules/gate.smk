@@ -22,33 +22,13 @@ rule gate_design:
         "../scripts/gate_design.py"
 
 
-rule gate_masked_run:
-    input:
-        unpack(INPUTS.run_files),
+use rule eval_run as gate_masked_run with:
     output:
         results=paths.GATE_RUN_RESULTS,
         summary=paths.GATE_RUN_SUMMARY,
         transcripts=paths.GATE_RUN_TRANSCRIPTS,
     log:
         f"{paths.LOGS}/gate/{{gate}}-{{masked}}.log",
-    priority: RUN_SCHEDULING.run_priority
-    conda:
-        "../envs/skilleval.yaml"
-    resources:
-        model_server=1,
-        gpu=RUN_SCHEDULING.run_gpus,
-        # what a cluster job of the run asks for (serving/sizing.py; a site's profile
-        # overrides them with set-resources)
-        cpus_per_task=RUN_SCHEDULING.run_cpus,
-        mem_mb=RUN_SCHEDULING.run_mem_mb,
-        runtime=RUN_SCHEDULING.run_runtime,
-    params:
-        code=MODEL_RUN_CODE,
-        sources=INPUTS.run_sources,
-        inputs=INPUTS.run_params,
-        journal_root=paths.JOURNAL_ROOT,
-    script:
-        "../scripts/eval_run.py"
 
 
 rule gate_beta:

@@ -105,6 +105,16 @@ CASES: dict[str, Case] = {
         setter(f"{L}/sampling/temprature", 0.6),
         "protocols.local-sglang.sampling.temprature",
     ),
+    "malformed environment address": Case(
+        CONFIG,
+        setter(f"{L}/environment/url", "htp:/127.0.0.1:5700"),
+        "protocols.local-sglang.environment.url",
+    ),
+    "model server address with a space": Case(
+        CONFIG,
+        setter(f"{L}/model_server/base_url", "http://127.0.0.1:30000 /v1"),
+        "protocols.local-sglang.model_server.base_url",
+    ),
     "zero tensor parallel": Case(
         CONFIG, setter(f"{L}/model_server/tp", 0), "protocols.local-sglang.model_server.tp"
     ),

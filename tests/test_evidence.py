@@ -6,6 +6,7 @@ is in tests/test_staleness.py; these are the same guarantees one layer down.
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from dataclasses import replace
@@ -14,9 +15,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 
 from skilleval.ablation import run as ablation_run
 from skilleval.ablation.plan import PlannedRun, effective_config, load_matrix, plan
+from skilleval.config.plan import WorkflowPlan
 from skilleval.config.rule_inputs import AblationInputs
 from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance import evidence
@@ -24,7 +27,7 @@ from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.runs import evaluation
 from skilleval.runs.evaluation import evaluate
-from skilleval.runs.inputs import FILE_FIELDS, RunInputs
+from skilleval.runs.inputs import FILE_FIELDS, RunInputs, protocol_digest
 from skilleval.runs.resolve import resolve
 from tests.conftest import REPO, run_inputs
 
@@ -76,6 +79,41 @@ def test_a_runs_settings_hold_no_path_and_round_trip(small_world: Path) -> None:
     assert not set(FILE_FIELDS.values()) & set(settings)
     assert str(small_world) not in json.dumps(settings)
     assert RunInputs.from_settings(settings, inputs.files()) == inputs.for_results()
+
+
+# Settings that say where the servers are and how long to wait for them (issue 45): each
+# is an overlay that, on a GPU host, must not cost a single evaluation again.
+EXECUTION_OVERLAYS = {
+    "model server port": ("model_server", "base_url", "http://127.0.0.1:30016/v1"),
+    "request timeout": ("model_server", "request_timeout_s", 900),
+    "start-up limit": ("model_server", "launch", {"startup_timeout_s": 1800}),
+    "environment address": ("environment", "url", "http://envs.example.org:5700"),
+    "environment beside the run": ("environment", "beside_run", False),
+    "outage budget": ("runtime", "outage_budget_s", 7200),
+    "key variable": ("model_server", "api_key_env", "OTHER_KEY"),
+}
+
+
+@pytest.mark.parametrize("overlay", sorted(EXECUTION_OVERLAYS))
+def test_execution_settings_reach_no_params_and_come_back_for_the_job(overlay: str) -> None:
+    section, key, value = EXECUTION_OVERLAYS[overlay]
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    before = WorkflowPlan(config)
+    edited = copy.deepcopy(config)
+    for protocol in edited["protocols"].values():
+        old = protocol.setdefault(section, {}).get(key)
+        protocol[section][key] = {**(old or {}), **value} if isinstance(value, dict) else value
+    after = WorkflowPlan(edited)
+    assert set(after.runs) == set(before.runs)
+    for name, run in before.runs.items():
+        inputs = before.run_inputs(run)
+        assert after.run_inputs(after.runs[name]).settings() == inputs.settings(), name
+        job = RunInputs.from_settings(inputs.settings(), inputs.files()).executed_with(edited)
+        executed = job.protocol[section][key]
+        assert executed == edited["protocols"][inputs.protocol_name][section][key], name
+        assert protocol_digest(inputs.protocol_name, job.protocol) == protocol_digest(
+            inputs.protocol_name, inputs.protocol
+        )
 
 
 def test_the_fingerprint_follows_the_evidence_code_not_the_paths(

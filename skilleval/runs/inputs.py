@@ -23,16 +23,14 @@ FILE_FIELDS = {
     "skill_template": "skill_template_file",
 }
 
-# How a run is executed, not what it computes: these never change a fingerprint or make a
-# run stale, so a run stopped by an outage resumes after the budget is raised.
-EXECUTION_ONLY_RUNTIME = ("outage_budget_s",)
-# Protocol values that say where a run finds its servers and how long it waits for them:
-# they cannot change a result, so a frozen protocol's digest leaves them out.
-# How a launched server is started (its command, image, mounts) is one of them too: what
-# it then serves is checked by its identity, whatever started it.
+# Protocol values that say where a run finds its servers, how long it waits for them and
+# how a launched server is started: they cannot change a result (what a server then
+# serves is checked by its identity), so they reach no params, identity or digest, and a
+# run stopped by an outage resumes after its budget is raised or its server has moved.
 EXECUTION_SETTINGS = {
     "environment": ("url", "beside_run"),
     "model_server": ("base_url", "request_timeout_s", "api_key_env", "launch"),
+    "runtime": ("outage_budget_s",),
 }
 
 
@@ -40,25 +38,28 @@ def protocol_evidence(protocol: Mapping[str, Any]) -> dict[str, Any]:
     """The protocol's values that reach evidence: what the model and the environment are
     sent and what is computed from their replies, without its description, file paths
     (compared by content elsewhere) and execution settings."""
-    values = {k: v for k, v in results_protocol(protocol).items() if k != "description"}
-    for section in ("environment", "model_server"):
-        if isinstance(values.get(section), Mapping):
-            values[section] = {
-                k: v for k, v in values[section].items() if k not in EXECUTION_SETTINGS[section]
-            }
-    return values
+    return {k: v for k, v in results_protocol(protocol).items() if k != "description"}
 
 
 def results_protocol(protocol: Mapping[str, Any]) -> dict[str, Any]:
     """The protocol's values that decide what a run computes. The paths of the split file
-    and the prompt files are no such values: the run reads those files as inputs and
-    compares them by content."""
-    runtime = {k: v for k, v in protocol["runtime"].items() if k not in EXECUTION_ONLY_RUNTIME}
+    and the prompt files are no such values (the run reads those files as inputs and
+    compares them by content), nor are its execution settings."""
     values = {k: v for k, v in protocol.items() if k != "prompt"}
-    values["runtime"] = runtime
     if "tasks" in protocol:
         values["tasks"] = {k: v for k, v in protocol["tasks"].items() if k != "split_file"}
+    for section, keys in EXECUTION_SETTINGS.items():
+        if isinstance(values.get(section), Mapping):
+            values[section] = {k: v for k, v in values[section].items() if k not in keys}
     return values
+
+
+def execution_settings(protocol: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The protocol's execution settings, by section (EXECUTION_SETTINGS)."""
+    return {
+        section: {k: protocol[section][k] for k in keys if k in protocol.get(section, {})}
+        for section, keys in EXECUTION_SETTINGS.items()
+    }
 
 
 def protocol_digest(name: str, protocol: Mapping[str, Any]) -> str:
@@ -117,9 +118,11 @@ class RunInputs:
         return cls(**settings, **paths)
 
     def executed_with(self, config: Mapping[str, Any]) -> RunInputs:
-        """These inputs with the execution-only settings the config holds now (a job gets
-        them from the config, not from params, so that changing them re-runs nothing)."""
-        runtime = config["protocols"][self.protocol_name]["runtime"]
-        executed = {k: runtime[k] for k in EXECUTION_ONLY_RUNTIME}
-        protocol = {**self.protocol, "runtime": {**self.protocol["runtime"], **executed}}
+        """These inputs with the execution settings the config holds now (a job gets them
+        from the config, not from params, so that changing them re-runs nothing)."""
+        executed = execution_settings(config["protocols"][self.protocol_name])
+        protocol = {
+            **self.protocol,
+            **{s: {**self.protocol.get(s, {}), **values} for s, values in executed.items()},
+        }
         return replace(self, protocol=protocol)
