@@ -113,10 +113,11 @@ def logged(path: str, job: Any = None, level: int = logging.INFO) -> Iterator[lo
             root.warning(
                 "interrupted by %s; a re-run resumes from what is kept", interrupt.signal_name
             )
-            print(
-                f"skilleval: interrupted by {interrupt.signal_name} (log: {path})",
-                file=sys.__stderr__,
-            )
+            if job is None:  # a build's logger plugin names each stopped job itself
+                print(
+                    f"skilleval: interrupted by {interrupt.signal_name} (log: {path})",
+                    file=sys.__stderr__,
+                )
             raise
         except BaseException:
             root.exception("job failed")

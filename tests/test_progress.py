@@ -6,18 +6,24 @@ import io
 import json
 import logging
 import re
-import signal
 import sys
+import threading
+from logging.handlers import QueueListener
 from pathlib import Path
+from queue import Queue
 from types import SimpleNamespace
 
 import pytest
-from snakemake.logging import ColorizingTextHandler
 from snakemake_interface_logger_plugins.common import LogEvent
 
 from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
-from skilleval.progress.handler import RECORDED_RUNS, BuildProgressHandler, job_label
-from tests.conftest import interruptible, snakemake
+from skilleval.progress.handler import (
+    RECORDED_RUNS,
+    BuildProgressHandler,
+    job_label,
+    quiet_interrupts,
+)
+from tests.conftest import snakemake
 
 
 def test_time_left_weighs_each_rule_by_its_own_finished_jobs() -> None:
@@ -70,33 +76,106 @@ def test_a_job_is_named_by_its_rule_and_wildcards() -> None:
     assert job_label("paper", {}) == "paper"
 
 
-class CtrlCMidLine(io.StringIO):
-    """A terminal whose user presses Ctrl-C while a line is being written."""
-
-    def write(self, text: str) -> int:
-        signal.raise_signal(signal.SIGINT)
-        return super().write(text)
-
-
 def progress_line(done: int, total: int) -> logging.LogRecord:
-    return logging.makeLogRecord({"event": LogEvent.PROGRESS, "done": done, "total": total})
+    return record(LogEvent.PROGRESS, "None", done=done, total=total)
 
 
-def test_a_ctrl_c_while_a_line_is_written_stops_the_build(
+def record(event: LogEvent | None, msg: str, **fields: object) -> logging.LogRecord:
+    level = logging.ERROR if event in (LogEvent.ERROR, LogEvent.JOB_ERROR) else logging.INFO
+    return logging.makeLogRecord(
+        {"event": event, "msg": msg, "levelno": level, "levelname": logging.getLevelName(level)}
+        | fields
+    )
+
+
+# What Snakemake 9 logs when Ctrl-C stops a running job, in order (records as its
+# QueueListener hands them to a logger plugin; messages from snakemake/exceptions.py,
+# snakemake/scheduling/job_scheduler.py and snakemake/api.py).
+INTERRUPTED_BUILD = [
+    record(
+        LogEvent.JOB_INFO,
+        " Rule: eval_run, Jobid: 7",
+        jobid=7,
+        rule_name="eval_run",
+        wildcards={"run": "base-free"},
+    ),
+    progress_line(3, 9),
+    record(
+        LogEvent.ERROR,
+        "RuleException:\nCalledProcessError in file rules/eval.smk, line 30:\nCommand "
+        "'set -euo pipefail; python script.py' died with <Signals.SIGINT: 2>.",
+    ),
+    record(
+        LogEvent.JOB_ERROR,
+        "Error in rule eval_run, jobid: 7",
+        jobid=7,
+        rule_name="eval_run",
+        log=["results/logs/runs/base-free.log"],
+    ),
+    record(None, "Removing output files of failed job eval_run since they might be corrupted:"),
+    record(None, "Shutting down, this might take some time."),
+    record(None, "Exiting because a job execution failed. Look above for error messages"),
+    record(None, "Complete log(s): .snakemake/log/x.snakemake.log"),
+    record(LogEvent.ERROR, "WorkflowError:\nAt least one job did not complete successfully."),
+]
+
+
+def through_snakemakes_queue(records: list[logging.LogRecord], dryrun: bool = False) -> str:
+    """What the handler prints for ``records`` when called as Snakemake calls a logger
+    plugin: from a logging QueueListener's thread (snakemake/logging.py)."""
+    terminal = io.StringIO()
+    settings = SimpleNamespace(nocolor=True, stdout=False, dryrun=dryrun)
+    original, hook = sys.stderr, sys.unraisablehook
+    sys.stderr = terminal
+    try:
+        handler = BuildProgressHandler(settings, None)  # type: ignore[arg-type]
+    finally:
+        sys.stderr, sys.unraisablehook = original, hook
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    threads: list[str] = []
+    handler.addFilter(lambda r: threads.append(threading.current_thread().name) or True)
+    queue: Queue[logging.LogRecord] = Queue()
+    listener = QueueListener(queue, handler, respect_handler_level=True)
+    listener.start()
+    for one in records:
+        queue.put(one)
+    listener.stop()
+    assert threads and threading.main_thread().name not in threads
+    return terminal.getvalue()
+
+
+def test_a_stopped_job_is_one_line_and_the_build_ends_with_its_resume_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with interruptible():
-        # Snakemake's own handler drops it (snakemake/logging.py ColorizingTextHandler.emit):
-        # the build would go on.
-        ColorizingTextHandler(nocolor=True, stream=CtrlCMidLine()).emit(progress_line(1, 2))
-        terminal = CtrlCMidLine()
-        monkeypatch.setattr(sys, "stderr", terminal)
-        settings = SimpleNamespace(nocolor=True, stdout=False, dryrun=False)
-        handler = BuildProgressHandler(settings, None)  # type: ignore[arg-type]
-        with pytest.raises(KeyboardInterrupt):
-            handler.handle(progress_line(1, 2))
-        assert terminal.getvalue().startswith("1 of 2 steps (50%) done")
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.setenv("SKILLEVAL_BUILD_COMMAND", "snakemake -j 4 paper")
+    printed = through_snakemakes_queue(INTERRUPTED_BUILD).splitlines()
+    assert printed == [
+        "3 of 9 steps (33%) done; time left unknown",
+        "skilleval: stopped eval_run run=base-free (log: results/logs/runs/base-free.log)",
+        "skilleval: build interrupted, 1 job(s) stopped; what finished is kept. "
+        "Resume with: snakemake -j 4 paper",
+    ]
+
+
+def test_an_interrupt_python_cannot_raise_is_dropped_and_other_errors_kept() -> None:
+    seen: list[BaseException] = []
+    hook = quiet_interrupts(lambda unraisable: seen.append(unraisable.exc_value))
+    hook(SimpleNamespace(exc_value=KeyboardInterrupt()))
+    error = ValueError("a real defect")
+    hook(SimpleNamespace(exc_value=error))
+    assert seen == [error]
+
+
+def test_a_job_that_fails_on_its_own_keeps_snakemakes_report() -> None:
+    failed = [
+        r
+        if r.getMessage() != INTERRUPTED_BUILD[2].getMessage()
+        else record(LogEvent.ERROR, "RuleException:\nValueError in file scripts/x.py, line 3")
+        for r in INTERRUPTED_BUILD
+    ]
+    printed = through_snakemakes_queue(failed)
+    assert "Error in rule eval_run" in printed and "ValueError" in printed
+    assert "Look above for error messages" in printed and "stopped" not in printed
 
 
 @pytest.mark.slow

@@ -17,12 +17,10 @@ warnings, and the whole of a dry run, whose job listing ``snakemake -n`` and
 from __future__ import annotations
 
 import logging
-import signal
+import re
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 
 from skilleval import paths
+from skilleval.logs import resume_command
 from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
 
 # What Snakemake's scheduler logs before each selection (snakemake/scheduling/
@@ -40,6 +39,22 @@ SELECTING = "Select jobs to execute..."
 # complete run beside its journal (which a rebuild's deleted outputs leave in place).
 RECORDED_RUN = f"{paths.JOURNAL_ROOT}/*/*.complete/summary.json"
 RECORDED_RUNS = {"eval_run": RECORDED_RUN, "gate_masked_run": RECORDED_RUN}
+# How Snakemake reports a job that a Ctrl-C stopped (its RuleException quotes the job's
+# CalledProcessError): killed by the signal, or exited 128 + SIGINT.
+INTERRUPTED_JOB = re.compile(r"died with <Signals\.SIG(INT|TERM): \d+>|exit status 1(30|43)\b")
+# What Snakemake says after a failed job (snakemake/scheduling/job_scheduler.py,
+# snakemake/api.py): after an interrupt these only repeat the stop, and "look above for
+# error messages" points at errors there were none of.
+AFTER_A_STOP = (
+    "Removing output files of failed job",
+    "Shutting down, this might take some time.",
+    "Terminating processes on user request",
+    "Exiting because a job execution failed.",
+    "Complete log(s):",
+    "Elapsed time:",
+    "Will exit after finishing currently running jobs",
+    "At least one job did not complete successfully.",
+)
 
 
 def job_label(rule: str, wildcards: dict[str, Any] | None) -> str:
@@ -48,30 +63,25 @@ def job_label(rule: str, wildcards: dict[str, Any] | None) -> str:
     return f"{rule} {shown}" if shown else rule
 
 
-@contextmanager
-def interrupts_held() -> Iterator[None]:
-    """SIGINT held over the block and delivered after it, to the handler in place before.
+def quiet_interrupts(previous: Callable[[Any], object]) -> Callable[[Any], None]:
+    """An unraisable-exception hook (sys.unraisablehook) that drops a KeyboardInterrupt.
 
-    Snakemake's ColorizingTextHandler.emit ends in ``except (KeyboardInterrupt,
-    SystemExit): pass`` (snakemake/logging.py): a Ctrl-C that lands while it writes a line
-    is dropped, and the build goes on as if no key were pressed. Every line of a build
-    goes through it here, so the handler holds the signal instead. Only the main thread
-    receives signals, and only it may set their handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if held:
-            signal.raise_signal(signal.SIGINT)
+    Snakemake runs its scheduler in asyncio, whose SIGINT handler (asyncio/runners.py
+    ``_on_sigint``) may raise KeyboardInterrupt inside a weakref callback, where Python
+    can only print it as "Exception ignored in ..." with a traceback. The build stops all
+    the same: the jobs in its process group got the signal, and their failure ends it."""
+
+    def hook(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            previous(unraisable)
+
+    return hook
 
 
 class BuildProgressHandler(LogHandlerBase):
     def __post_init__(self) -> None:
+        if not self.common_settings.dryrun:
+            sys.unraisablehook = quiet_interrupts(sys.unraisablehook)
         self._snakemake = ColorizingTextHandler(
             nocolor=self.common_settings.nocolor,
             stream=sys.stdout if self.common_settings.stdout else sys.stderr,
@@ -79,6 +89,11 @@ class BuildProgressHandler(LogHandlerBase):
         self._jobs: dict[int, tuple[str, str, float]] = {}  # jobid -> (rule, label, started)
         self._last_finished: str | None = None
         self.time_left = TimeLeft()
+        # A Ctrl-C: Snakemake reports each job it stopped as a failure with its whole
+        # file lists; the build says instead one line per job and how to resume.
+        self._stopping_job = False
+        self._interrupted: list[str] = []
+        self._failed = False
 
     # LogHandlerBase: Snakemake attaches its default filter and formatter to this handler.
     @property
@@ -102,11 +117,15 @@ class BuildProgressHandler(LogHandlerBase):
         return False
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Called on the thread Snakemake logs from: its QueueListener's, not the main
+        thread (snakemake/logging.py LoggerManager._setup_plugins)."""
         event = getattr(record, "event", None)
         if not self.common_settings.dryrun and (
             event == LogEvent.JOB_STARTED or record.getMessage() == SELECTING
         ):
             return  # the scheduler's own beat: two lines a step, saying nothing per job
+        if not self.common_settings.dryrun and self._interrupt(event, record):
+            return
         if self.common_settings.dryrun or event not in (
             LogEvent.JOB_INFO,
             LogEvent.JOB_FINISHED,
@@ -133,9 +152,7 @@ class BuildProgressHandler(LogHandlerBase):
                 parts.append(self._last_finished)
             parts.append(spoken(self.time_left.seconds(now)))
             line = "; ".join(parts)
-            self._print(
-                logging.makeLogRecord({"msg": line, "levelno": logging.INFO, "levelname": "INFO"})
-            )
+            self._say(line)
 
     def _finished(self, jobid: int, now: float) -> None:
         if jobid not in self._jobs:
@@ -145,8 +162,42 @@ class BuildProgressHandler(LogHandlerBase):
         self.time_left.job_finished(rule, now - started)
         self._last_finished = f"{label} took {now - started:.1f} s"
 
+    def _interrupt(self, event: Any, record: logging.LogRecord) -> bool:
+        """Whether ``record`` belongs to a stop by Ctrl-C, which this handler reports in
+        its own lines: one per stopped job, and at the end the command that resumes."""
+        message = record.getMessage()
+        if event == LogEvent.ERROR and INTERRUPTED_JOB.search(message):
+            self._stopping_job = True
+            return True
+        if event == LogEvent.JOB_ERROR:
+            if not self._stopping_job:
+                self._failed = True
+                return False
+            self._stopping_job = False
+            fields: dict[str, Any] = record.__dict__
+            started = self._jobs.pop(int(fields.get("jobid", -1)), None)
+            label = started[1] if started else str(fields.get("rule_name", "a job"))
+            logs = fields.get("log") or []
+            self._interrupted.append(label)
+            where = f" (log: {', '.join(map(str, logs))})" if logs else ""
+            self._say(f"skilleval: stopped {label}{where}")
+            return True
+        if not (self._interrupted and not self._failed):
+            return False
+        if any(part in message for part in AFTER_A_STOP):
+            if "did not complete successfully" in message:
+                self._say(
+                    f"skilleval: build interrupted, {len(self._interrupted)} job(s) stopped; "
+                    f"what finished is kept. Resume with: {resume_command('paper')}"
+                )
+            return True
+        return False
+
+    def _say(self, line: str) -> None:
+        record = {"msg": line, "levelno": logging.INFO, "levelname": "INFO"}
+        self._print(logging.makeLogRecord(record))
+
     def _print(self, record: logging.LogRecord) -> None:
         if self._snakemake.formatter is None:
             self._snakemake.setFormatter(self.formatter)
-        with interrupts_held():
-            self._snakemake.emit(record)
+        self._snakemake.emit(record)
