@@ -46,14 +46,7 @@ import yaml
 from skilleval.analysis.bootstrap import align, paired_bootstrap
 from skilleval.analysis.design import build_design
 from skilleval.analysis.gate import common_effect_loading, fit_gate
-from skilleval.policy.sim import (
-    SimPolicy,
-    decision_probabilities,
-    section_shift_of,
-    skill_shifts,
-    weights_salt,
-)
-from skilleval.runs.rollout import run_episode
+from skilleval.env.rollout import run_episode
 from skilleval.skills.bank import Prompt, Skill, load_bank
 from skilleval.world.design import world_design
 from skilleval.world.generate import (
@@ -64,6 +57,13 @@ from skilleval.world.generate import (
     write_tasks,
 )
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
+from skilleval.world.sim_policy import (
+    SimPolicy,
+    decision_probabilities,
+    section_shift_of,
+    skill_shifts,
+    weights_salt,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT = Prompt.load(

@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from skilleval.config.plan import WorkflowPlan
 from skilleval.runs.evaluation import evaluate
 from skilleval.serving.launcher import wait_healthy
+from skilleval.workflow.plan import WorkflowPlan
 from skilleval.world.design import checkpoint_design
 from skilleval.world.generate import write_checkpoint, write_tasks
 

@@ -5,11 +5,11 @@ from skilleval import paths
 from skilleval.ablation.plan import load_matrix
 from skilleval.ablation.ratios import RATIOS
 from skilleval.config.checks import check_input_files, validate_config
-from skilleval.config.frozen import check_frozen, load_registry
+from skilleval.workflow.frozen import check_frozen, load_registry
 from skilleval.config.typos import not_one_of, refuse
-from skilleval.config.scheduling import GATE_CHAIN_PRIORITY, RunScheduling
-from skilleval.config.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
-from skilleval.config.rule_inputs import (
+from skilleval.workflow.scheduling import GATE_CHAIN_PRIORITY, RunScheduling
+from skilleval.workflow.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
+from skilleval.workflow.rule_inputs import (
     SIM_TRAINER_JOB,
     AblationInputs,
     RuleInputs,

@@ -1,5 +1,5 @@
-from skilleval.ablation.tables import ablation_figures
 from skilleval.logs import logged
+from skilleval.report.ablation_tables import ablation_figures
 
 with logged(snakemake.log[0], snakemake):
     ablation_figures(

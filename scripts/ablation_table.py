@@ -1,5 +1,5 @@
-from skilleval.ablation.tables import render_ablation_table
 from skilleval.logs import logged
+from skilleval.report.ablation_tables import render_ablation_table
 
 with logged(snakemake.log[0], snakemake):
     render_ablation_table(

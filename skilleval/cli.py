@@ -20,7 +20,7 @@ from skilleval.world.serve_command import add_serve_world
 def cmd_compare(args: argparse.Namespace) -> int:
     from skilleval.analysis.contrast import RunRecords, compare
     from skilleval.analysis.verdict import verdict_of
-    from skilleval.config.typos import check_declared_run
+    from skilleval.workflow.as_snakemake import check_declared_run
 
     for directory in (args.run_a, args.run_b):
         check_declared_run(Path(directory), Path(args.root))
@@ -118,7 +118,7 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
 
 def cmd_stale(args: argparse.Namespace) -> int:
 
-    from skilleval.provenance.stale import report, stale_jobs
+    from skilleval.workflow.stale import report, stale_jobs
 
     config, root = _config(args)
     jobs = stale_jobs(config, root, args.configfile or [], args.targets or ["paper"], args.profile)
@@ -127,14 +127,14 @@ def cmd_stale(args: argparse.Namespace) -> int:
 
 
 def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
-    from skilleval.config.as_snakemake import snakemake_config
+    from skilleval.workflow.as_snakemake import snakemake_config
 
     root = Path(args.root)
     return snakemake_config(root, args.configfile or [], getattr(args, "profile", None)), root
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
-    from skilleval.provenance.archive import archive_plan, archive_run
+    from skilleval.workflow.archive import archive_plan, archive_run
 
     config, root = _config(args)
     if args.dry_run:
@@ -148,7 +148,7 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    from skilleval.provenance.archive import clean_run
+    from skilleval.workflow.archive import clean_run
 
     config, root = _config(args)
     mode = "delete" if args.delete else "archive" if args.archive else "list"

@@ -19,9 +19,9 @@ import yaml
 from filelock import FileLock
 from xdist.scheduler import LoadFileScheduling
 
-from skilleval.config.plan import WorkflowPlan
 from skilleval.runs.inputs import RunInputs
 from skilleval.skills.bank import Prompt
+from skilleval.workflow.plan import WorkflowPlan
 from skilleval.world.design import world_design
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
 from skilleval.world.server import start_servers

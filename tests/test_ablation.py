@@ -338,7 +338,7 @@ def test_bad_matrix_is_refused_with_the_key() -> None:
 
 
 def test_token_counts_read_as_people_write_them() -> None:
-    from skilleval.ablation.tables import human_count
+    from skilleval.report.ablation_tables import human_count
 
     assert [human_count(x) for x in (48_000, 3_200_000, 999, 0, None, float("nan"))] == [
         "48k",

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from skilleval.errors import SkillevalError
-from skilleval.provenance.archive import archive_run, clean_run
+from skilleval.workflow.archive import archive_run, clean_run
 from tests.conftest import load_default_config
 
 

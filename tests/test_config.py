@@ -231,7 +231,7 @@ def registered(chunk_ids: list[str], seed: int = 20260907) -> Any:
 
 
 def test_a_registered_random_bank_is_planned_as_listed() -> None:
-    from skilleval.config.plan import WorkflowPlan
+    from skilleval.workflow.plan import WorkflowPlan
 
     config = copy.deepcopy(load_default_config())
     listed = ["draft16-02", "draft16-09", "draft16-14", "draft16-05"]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from skilleval.env.contract import contract_violations
-from skilleval.env.types import Environment, EpisodeHandle, StepResult
 from skilleval.env.wire import HttpEnvironment
-from skilleval.policy.types import ToolCall
+from skilleval.records.env import Environment, EpisodeHandle, StepResult
+from skilleval.records.policy import ToolCall
 from skilleval.runs.backends import make_environment
 from skilleval.serving.outage import RetryLedger
 from skilleval.world.server import start_servers

@@ -19,8 +19,6 @@ import yaml
 
 from skilleval.ablation import run as ablation_run
 from skilleval.ablation.plan import PlannedRun, effective_config, load_matrix, plan
-from skilleval.config.plan import WorkflowPlan
-from skilleval.config.rule_inputs import AblationInputs
 from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance import evidence
 from skilleval.provenance.code import SourceCache
@@ -29,6 +27,8 @@ from skilleval.runs import evaluation
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import FILE_FIELDS, RunInputs, protocol_digest
 from skilleval.runs.resolve import resolve
+from skilleval.workflow.plan import WorkflowPlan
+from skilleval.workflow.rule_inputs import AblationInputs
 from tests.conftest import REPO, run_inputs
 
 MATRIX_FILE = REPO / "config" / "ablation" / "matrix.yaml"
@@ -59,12 +59,12 @@ def test_a_module_in_no_table_counts_as_evidence() -> None:
         assert evidence.counts_as_evidence(module)
     # A package marker covers itself only, never the modules added under it.
     assert evidence.is_package_marker("skilleval.serving")
-    assert not evidence.is_package_marker("skilleval.runs.rollout")
+    assert not evidence.is_package_marker("skilleval.env.rollout")
 
 
 def test_messages_and_log_format_are_in_no_code_identity() -> None:
     model = evidence.model_run_code()
-    assert "skilleval/runs/rollout.py" in model and "skilleval/policy/sim.py" in model
+    assert "skilleval/env/rollout.py" in model and "skilleval/world/sim_policy.py" in model
     assert "skilleval/errors.py" not in model and "skilleval/logs.py" not in model
     assert "skilleval/analysis/bootstrap.py" not in model
     assert "skilleval/ablation/trainer.py" in evidence.trainer_run_code()
@@ -122,7 +122,7 @@ def test_the_fingerprint_follows_the_evidence_code_not_the_paths(
     inputs = run_inputs(small_world)
     code = evidence.model_run_code()
     first = resolve(inputs, code).fingerprint
-    assert resolve(inputs, {**code, "skilleval/runs/rollout.py": "edited"}).fingerprint != first
+    assert resolve(inputs, {**code, "skilleval/env/rollout.py": "edited"}).fingerprint != first
     copied = tmp_path / "copy.json"
     copied.write_bytes(Path(inputs.split_file).read_bytes())
     files = {**inputs.files(), "split_file": str(copied)}
@@ -160,12 +160,12 @@ def test_a_reverted_change_revives_its_archived_journal(
     results, summary = outputs(tmp_path)
     journal = str(tmp_path / "journal")
     first = evaluate(inputs, results, summary, journal)
-    changed = evaluate(inputs, results, summary, journal, code={"skilleval/runs/rollout.py": "x"})
+    changed = evaluate(inputs, results, summary, journal, code={"skilleval/env/rollout.py": "x"})
     assert changed["fingerprint"] != first["fingerprint"]
     assert changed["provenance"]["execution"]["reused_from_journal"] == 0
     why = json.loads(next((tmp_path / "archive" / "journal").rglob("why.json")).read_text())
     assert why["changed_inputs"] == ["code_fingerprint"]
-    assert "skilleval/runs/rollout.py" in why["changed_code"]
+    assert "skilleval/env/rollout.py" in why["changed_code"]
     monkeypatch.setattr(evaluation, "served", no_server)
     back = evaluate(inputs, results, summary, journal)
     assert back["fingerprint"] == first["fingerprint"]

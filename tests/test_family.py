@@ -9,7 +9,7 @@ import pytest
 
 from skilleval.analysis.bootstrap import AlignedPairs, paired_bootstrap
 from skilleval.analysis.family import build_family, holm
-from skilleval.analysis.records import Verdict
+from skilleval.records.analysis import Verdict
 
 
 def holm_by_hand(p: dict[str, float]) -> dict[str, float]:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from skilleval.config.frozen import check_frozen, load_registry
 from skilleval.config.loading import config_sources, merged_config
 from skilleval.errors import ConfigError
+from skilleval.records.runs import RunSummary
 from skilleval.runs.inputs import protocol_digest
-from skilleval.runs.records import RunSummary
+from skilleval.workflow.frozen import check_frozen, load_registry
 from tests.conftest import REPO, snakemake
 
 REGISTRY = REPO / "config" / "frozen-protocols.yaml"

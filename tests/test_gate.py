@@ -13,7 +13,7 @@ from skilleval.analysis.ranking import (
     percentile_interval,
     select_chunks,
 )
-from skilleval.analysis.records import GateBeta
+from skilleval.records.analysis import GateBeta
 
 
 def test_gate_recovers_known_effects_without_intercept() -> None:

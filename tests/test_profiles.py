@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from skilleval.provenance.planned import parse_jobs
 from skilleval.serving.gpu import cards_for
 from skilleval.serving.sizing import run_job_size
+from skilleval.workflow.planned import parse_jobs
 from tests.conftest import REPO, load_default_config, snakemake
 
 

@@ -455,7 +455,7 @@ def test_a_rollout_edit_recomputes_every_episode_and_its_revert_restores_them(
 @pytest.mark.parametrize(
     ("module", "old", "new"),
     [
-        ("skilleval/policy/sim.py", "TASK_CORRELATION = 0.9", "TASK_CORRELATION = 0.8"),
+        ("skilleval/world/sim_policy.py", "TASK_CORRELATION = 0.9", "TASK_CORRELATION = 0.8"),
         ("skilleval/world/shopsim.py", '{"reward": strict,', '{"reward": 0.9 * strict,'),
         # The skill-injection template is protocol, not code (config/prompts).
         ("config/prompts/skills.j2", "### Skill {{", "## Skill {{"),

@@ -6,11 +6,16 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from skilleval.policy.sim import OUTCOME_DECISIONS, SimPolicy, decision_probabilities, hint_shifts
-from skilleval.runs.rollout import run_episode
+from skilleval.env.rollout import run_episode
 from skilleval.skills.bank import load_bank
 from skilleval.world.generate import expected_reward, ground_truth, outcome_table
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
+from skilleval.world.sim_policy import (
+    OUTCOME_DECISIONS,
+    SimPolicy,
+    decision_probabilities,
+    hint_shifts,
+)
 from tests.conftest import DEFAULT_PROMPT
 
 
@@ -118,9 +123,9 @@ def test_a_skills_section_shift_is_a_common_effect_the_truth_separates(
 ) -> None:
     """world.skills_section_shift: every prompt with skills gets the same push; the ground
     truth reports it as skills_section and keeps each chunk's own effect apart from it."""
-    from skilleval.policy.sim import SECTION_SHIFT
     from skilleval.world.design import checkpoint_design
     from skilleval.world.generate import write_checkpoint
+    from skilleval.world.sim_policy import SECTION_SHIFT
 
     world, tasks = load_world(small_world)
     table = outcome_table(world, tasks, max_steps=30)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
-from skilleval.ablation.records import AblationAudit, AblationSummary
 from skilleval.ablation.trainer import batch_sizes, launch_files
 from skilleval.errors import SkillevalError
+from skilleval.records.ablation import AblationAudit, AblationSummary
 from skilleval.storage.records import Check, failed
 
 # What a trainer's log head says (memo 003 §0: model, split, reasoning effort, train size,

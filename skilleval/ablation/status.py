@@ -8,7 +8,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from skilleval.ablation.plan import PlannedRun, audit_path, plan, plan_fingerprint
-from skilleval.ablation.records import AblationAudit, AblationSummary
+from skilleval.records.ablation import AblationAudit, AblationSummary
 
 
 def run_status(run: PlannedRun, matrix: dict[str, Any], root: Path) -> str:

@@ -25,9 +25,9 @@ from filelock import FileLock, Timeout
 
 from skilleval.ablation.plan import PlannedRun, effective_config, plan_fingerprint
 from skilleval.ablation.ratios import RATIOS, ratio_sizes
-from skilleval.ablation.records import AblationSummary
 from skilleval.errors import RunLockedError, SkillevalError
-from skilleval.provenance.record import provenance
+from skilleval.records.ablation import AblationSummary
+from skilleval.records.provenance import provenance
 from skilleval.storage import atomic
 from skilleval.storage.hashing import canonical_hash
 from skilleval.storage.writers import out_root_writers

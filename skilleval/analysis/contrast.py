@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from skilleval.analysis.bootstrap import Method, align, paired_bootstrap, per_task_means
-from skilleval.analysis.records import Contrast
-from skilleval.checkpoints.records import CheckpointAudit
 from skilleval.errors import ComparisonError
-from skilleval.provenance.record import provenance
-from skilleval.runs.records import RunSummary, TaskRecord
+from skilleval.records.analysis import Contrast
+from skilleval.records.checkpoints import CheckpointAudit
+from skilleval.records.provenance import provenance
+from skilleval.records.runs import RunSummary, TaskRecord
 from skilleval.storage.records import Check, failed, read_records
 
 

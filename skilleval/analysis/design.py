@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from skilleval.analysis.records import GateDesign
 from skilleval.analysis.rng import rng_record, seeded
+from skilleval.records.analysis import GateDesign
 from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import load_bank
 

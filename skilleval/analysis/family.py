@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from skilleval.analysis.records import Verdict, VerdictFamily
+from skilleval.records.analysis import Verdict, VerdictFamily
 
 METHOD = "Holm step-down (statsmodels.stats.multitest.multipletests, method='holm')"
 

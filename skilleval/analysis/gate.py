@@ -39,9 +39,9 @@ import scipy.special
 
 from skilleval.analysis.bootstrap import align, per_task_means
 from skilleval.analysis.contrast import RunRecords
-from skilleval.analysis.records import GateBeta, GateDesign
 from skilleval.errors import ComparisonError
-from skilleval.provenance.record import provenance
+from skilleval.records.analysis import GateBeta, GateDesign
+from skilleval.records.provenance import provenance
 from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.storage.hashing import file_sha256
 

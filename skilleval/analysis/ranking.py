@@ -14,18 +14,18 @@ import scipy.special  # the t quantile of scipy.stats.t.ppf (see analysis/gate.p
 
 from skilleval.analysis.contrast import RunRecords
 from skilleval.analysis.gate import gate_observations
-from skilleval.analysis.records import (
+from skilleval.analysis.rng import rng_record, seeded
+from skilleval.errors import SkillevalError
+from skilleval.records.analysis import (
     ExperimentB,
     FrozenBank,
     GateBeta,
     GateDesign,
     TruthCheck,
 )
-from skilleval.analysis.rng import rng_record, seeded
-from skilleval.errors import SkillevalError
-from skilleval.provenance.record import provenance
+from skilleval.records.provenance import provenance
+from skilleval.records.world import GroundTruth
 from skilleval.skills.bank import bank_hash, load_bank
-from skilleval.world.records import GroundTruth
 
 
 def select_chunks(

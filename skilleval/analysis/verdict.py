@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skilleval.analysis.records import Contrast, Verdict
+from skilleval.records.analysis import Contrast, Verdict
 
 
 def verdict_of(contrast: dict[str, Any]) -> dict[str, Any]:

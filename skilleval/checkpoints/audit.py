@@ -20,9 +20,9 @@ from skilleval.checkpoints.layout import (
     read_index,
     resolve_weights,
 )
-from skilleval.checkpoints.records import CheckpointAudit
 from skilleval.errors import CheckpointError
-from skilleval.provenance.record import provenance
+from skilleval.records.checkpoints import CheckpointAudit
+from skilleval.records.provenance import provenance
 from skilleval.storage.records import Check
 
 

@@ -16,11 +16,11 @@ import numpy as np
 
 from skilleval.checkpoints.audit import CheckpointScan, scan_checkpoint
 from skilleval.checkpoints.layout import TensorEntry
-from skilleval.checkpoints.records import WeightDiff
 from skilleval.checkpoints.tensors import chunks
 from skilleval.errors import CheckpointError
-from skilleval.provenance.record import provenance
-from skilleval.report.figures import PAPER_FONTS, save_figure
+from skilleval.records.checkpoints import WeightDiff
+from skilleval.records.provenance import provenance
+from skilleval.storage.figures import PAPER_FONTS, save_figure
 
 DEVICES = ("auto", "cpu", "cuda")
 

@@ -15,6 +15,8 @@ from urllib.parse import urlparse
 
 from skilleval.config.schema import validate_against_schema
 from skilleval.errors import ConfigError
+from skilleval.skills.bank import load_bank
+from skilleval.world.design import world_bank_chunk_ids
 
 
 def _check_reference(
@@ -270,9 +272,6 @@ def check_ranking(config: Mapping[str, Any], source: object) -> None:
 def ranking_bank_chunk_ids(config: Mapping[str, Any], source: object) -> list[str]:
     """The chunk ids of the ranking bank, before anything is built: those the world will
     write there, or those of the user's bank file (which must then exist)."""
-    from skilleval.skills.bank import load_bank
-    from skilleval.world.design import world_bank_chunk_ids
-
     name = config["ranking"]["bank"]
     bank = config["banks"][name]
     world_ids = world_bank_chunk_ids(config, bank["path"], bank["chunks"])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from skilleval.errors import SkillevalError
@@ -43,21 +42,3 @@ def refuse(
         raise SkillevalError(unknown_name(kind, wildcards.name, names, where))
 
     return explain
-
-
-def check_declared_run(directory: Path, root: Path) -> None:
-    """A run directory that is not there and whose name the config does not declare: name
-    the declared runs (a typo), rather than a build command that cannot work."""
-    if (directory / "summary.json").exists() or not (root / "config/config.yaml").exists():
-        return
-    from skilleval.config.as_snakemake import snakemake_config
-    from skilleval.config.plan import WorkflowPlan
-
-    plan = WorkflowPlan(snakemake_config(root, [], None))
-    declared = [*plan.runs, *plan.masked]
-    if directory.name not in declared:
-        raise SkillevalError(
-            f"{directory}: "
-            + unknown_name("run", directory.name, declared)
-            + "; a run's directory is results/runs/<run> (a masked run's is under results/gate)"
-        )

@@ -21,8 +21,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from skilleval.env.types import Environment, EpisodeHandle, StepResult
-from skilleval.policy.types import ToolCall
+from skilleval.records.env import Environment, EpisodeHandle, StepResult
+from skilleval.records.policy import ToolCall
 
 
 def tool_violations(tools: Any) -> list[str]:

@@ -21,9 +21,9 @@ from typing import Any
 
 from urllib3.exceptions import HTTPError
 
-from skilleval.env.types import StepResult
 from skilleval.errors import InfrastructureError
-from skilleval.policy.types import ToolCall
+from skilleval.records.env import StepResult
+from skilleval.records.policy import ToolCall
 from skilleval.serving.http import JsonClient, Reply
 from skilleval.serving.outage import RetryLedger, ServerCalls, raise_if_retryable
 

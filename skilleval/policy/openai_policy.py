@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from skilleval.errors import RejectedRequest, ServerRefusal
-from skilleval.policy.types import AssistantTurn, Message, ToolCall
+from skilleval.records.policy import AssistantTurn, Message, ToolCall
 from skilleval.serving.engines import Engine
 from skilleval.serving.http import JsonClient, Reply, api_key
 from skilleval.serving.outage import RetryLedger, ServerCalls, raise_if_retryable

@@ -41,14 +41,14 @@ TRAINER_RUN_MODULES = ("skilleval.ablation.run",)
 
 # Module (or package, covering everything under it) -> why it can change a result.
 EVIDENCE: dict[str, str] = {
-    "skilleval.runs.rollout": "the rollout loop: turns, stops, what each step records",
+    "skilleval.env.rollout": "the rollout loop: turns, stops, what each step records",
     "skilleval.runs.resolve": "the system prompt per task and which episodes a run holds",
     "skilleval.runs.tasks": "which tasks a split names",
     "skilleval.runs.inputs": "which protocol values a run computes with",
     "skilleval.runs.backends": "which policy and environment a run is given",
     "skilleval.runs.runner": "which episodes run and which failures are restarted",
     "skilleval.runs.evaluation": "the summary's metrics, computed from the episodes",
-    "skilleval.runs.records": "the summary's fields",
+    "skilleval.records.runs": "the summary's fields",
     "skilleval.runs.transcripts": "what of a journal line goes to results.jsonl",
     "skilleval.serving.engines": "how each engine is sent the protocol's sampling",
     "skilleval.policy": "the policy: the sim decision rule, the OpenAI client's requests",
@@ -63,7 +63,9 @@ EVIDENCE: dict[str, str] = {
     "skilleval.ablation.plan": "each run's effective trainer config",
     "skilleval.ablation.ratios": "the ratio sizes a run's train size comes from",
     "skilleval.ablation.audit": "the audit written beside each run",
-    "skilleval.ablation.records": "the ablation summary's fields",
+    "skilleval.records.ablation": "the ablation summary's fields",
+    "skilleval.records.policy": "the turns and tool calls a policy and the rollout exchange",
+    "skilleval.records.env": "the observations and steps an environment returns",
 }
 
 # Module (or package) -> why it cannot change a run's result.
@@ -73,6 +75,7 @@ NOT_EVIDENCE: dict[str, str] = {
     "skilleval.paths": "where files live; a run's content digests do not depend on it",
     "skilleval.storage": "atomic writes, hashing and record versions: how files are written",
     "skilleval.provenance": "provenance blocks: who built a result, when, from which code",
+    "skilleval.records.provenance": "the provenance block's fields: who built a result",
     "skilleval.config": "config loading and validation: values reach a run as its inputs",
     "skilleval.checkpoints.files": "checkpoint fingerprints: part of the identity itself",
     "skilleval.runs.journal": "where finished episodes are kept",

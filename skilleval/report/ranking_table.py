@@ -8,7 +8,8 @@ from typing import Any
 import pandas as pd
 
 from skilleval import paths
-from skilleval.analysis.records import GateBeta, Verdict, VerdictFamily
+from skilleval.records.analysis import GateBeta, Verdict, VerdictFamily
+from skilleval.records.runs import RunSummary
 from skilleval.report.latex import environment, fmt_ci, latex_escape
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.tables import (
@@ -23,7 +24,6 @@ from skilleval.report.tables import (
     with_family,
 )
 from skilleval.report.writer import Section, write_table_set
-from skilleval.runs.records import RunSummary
 
 ARM_HEADER = ("Arm", "Reward", r"$r_\mathrm{success}$", r"$\Delta$ vs free")
 BETA_HEADER = ("Chunk", r"$\beta$", "SE", r"$\beta$ (intercept fit)", "SE (intercept fit)",

@@ -13,11 +13,11 @@ import pandas as pd
 
 from skilleval import paths
 from skilleval.analysis.family import holm_cell
-from skilleval.analysis.records import Verdict, VerdictFamily
+from skilleval.records.analysis import Verdict, VerdictFamily
+from skilleval.records.runs import RunSummary
 from skilleval.report.latex import environment, fmt_ci, latex_escape
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
-from skilleval.runs.records import RunSummary
 
 DAGGER = r"$^\dagger$"
 

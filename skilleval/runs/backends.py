@@ -7,16 +7,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from skilleval.checkpoints.tensors import load_policy_tensors
-from skilleval.env.types import Environment
 from skilleval.env.wire import HttpEnvironment
 from skilleval.errors import SkillevalError
-from skilleval.policy.sim import SimPolicy, weights_salt
-from skilleval.policy.types import Policy
+from skilleval.records.env import Environment
+from skilleval.records.policy import Policy
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.http import api_key
 from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.serving.service import Service
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
+from skilleval.world.sim_policy import SimPolicy, weights_salt
 
 
 def make_service(

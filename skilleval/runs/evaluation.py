@@ -18,16 +18,16 @@ from typing import Any
 
 import numpy as np
 
+from skilleval.env.rollout import EpisodeResult, run_episode
 from skilleval.errors import CoverageError, OutageError
 from skilleval.logs import resume_command
 from skilleval.provenance.evidence import model_run_code
-from skilleval.provenance.record import provenance
+from skilleval.records.provenance import provenance
+from skilleval.records.runs import RunSummary
 from skilleval.runs.backends import make_backends, make_service
 from skilleval.runs.inputs import RunInputs, results_protocol
 from skilleval.runs.journal import Journal, prior_episode_steps
-from skilleval.runs.records import RunSummary
 from skilleval.runs.resolve import ResolvedRun, resolve
-from skilleval.runs.rollout import EpisodeResult, run_episode
 from skilleval.runs.runner import (
     EpisodeFn,
     RetryPolicy,

@@ -15,12 +15,12 @@ from typing import Any
 
 from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.errors import SkillevalError
-from skilleval.policy.sim import SIM_POLICY_VERSION
 from skilleval.runs.inputs import RunInputs, protocol_digest
 from skilleval.runs.journal import RecordKey
 from skilleval.runs.tasks import load_task_ids
 from skilleval.skills.bank import Prompt, Skill, bank_hash, load_bank
 from skilleval.storage.hashing import canonical_hash, file_sha256
+from skilleval.world.sim_policy import SIM_POLICY_VERSION
 
 
 @dataclass(frozen=True)

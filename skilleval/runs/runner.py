@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from skilleval.env.rollout import EpisodeResult
 from skilleval.errors import CoverageError, InfrastructureError, OutageError, ServerRefusal
 from skilleval.runs.journal import Journal, RecordKey
-from skilleval.runs.rollout import EpisodeResult
 from skilleval.serving.outage import RetryLedger, backoff_s
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,10 @@ from typing import Any
 
 from safetensors.numpy import load_file
 
-from skilleval.provenance.record import provenance
+from skilleval.records.provenance import provenance
+from skilleval.records.world import GroundTruth
 from skilleval.skills.bank import load_bank
 from skilleval.world.generate import ground_truth, outcome_table
-from skilleval.world.records import GroundTruth
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 
 log = logging.getLogger(__name__)

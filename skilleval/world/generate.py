@@ -16,18 +16,7 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import save_file
 
-from skilleval.policy.sim import (
-    DECISIONS,
-    OUTCOME_DECISIONS,
-    SECTION_SHIFT,
-    ParsedTask,
-    SimPolicy,
-    decision_probabilities,
-    hint_shifts,
-    section_shift_of,
-    with_section,
-)
-from skilleval.runs.rollout import run_episode
+from skilleval.env.rollout import run_episode
 from skilleval.skills.bank import Skill, render_markdown_bank
 from skilleval.storage import atomic
 from skilleval.storage.records import versioned
@@ -47,6 +36,17 @@ from skilleval.world.shopsim import (
     catalogue_to_json,
     generate_catalogue,
     generate_tasks,
+)
+from skilleval.world.sim_policy import (
+    DECISIONS,
+    OUTCOME_DECISIONS,
+    SECTION_SHIFT,
+    ParsedTask,
+    SimPolicy,
+    decision_probabilities,
+    hint_shifts,
+    section_shift_of,
+    with_section,
 )
 
 

@@ -29,11 +29,11 @@ from typing import Any
 
 from skilleval.checkpoints.layout import model_dir
 from skilleval.checkpoints.tensors import load_policy_tensors
-from skilleval.policy.sim import SimPolicy, weights_salt
-from skilleval.policy.types import AssistantTurn
+from skilleval.records.policy import AssistantTurn, ToolCall
 from skilleval.serving.launcher import model_flags
 from skilleval.world.sampling import APPLIED_SAMPLING_PATH, ServerSampling
 from skilleval.world.shopsim import TOOLS, ShopEpisode, ShopWorld, Task, catalogue_from_json
+from skilleval.world.sim_policy import SimPolicy, weights_salt
 
 
 @dataclass
@@ -234,8 +234,6 @@ def env_handler(world: ShopWorld, slots: int, faults: Faults) -> type:
                     200, {"episode_id": episode_id, "instruction": episodes[episode_id].instruction}
                 )
             elif self.path.startswith("/episodes/") and self.path.endswith("/step"):
-                from skilleval.policy.types import ToolCall
-
                 episode = episodes.get(self.path.split("/")[2])
                 if episode is None:
                     self.reply(404, {"error": "no such episode"})

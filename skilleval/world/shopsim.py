@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from skilleval.env.types import StepResult
-from skilleval.policy.types import ToolCall
+from skilleval.records.env import StepResult
+from skilleval.records.policy import ToolCall
 from skilleval.storage.records import check_version, versioned
 
 CATEGORY_NAMES = (

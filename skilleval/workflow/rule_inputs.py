@@ -20,12 +20,12 @@ from skilleval.ablation.plan import (
 )
 from skilleval.ablation.plan import plan as plan_matrix
 from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
-from skilleval.config.plan import RunPlan, WorkflowPlan
-from skilleval.config.scheduling import Wildcards, run_of
 from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance.digests import FileDigests, checkout_identity
 from skilleval.runs.inputs import RunInputs
 from skilleval.storage.hashing import canonical, canonical_hash
+from skilleval.workflow.plan import RunPlan, WorkflowPlan
+from skilleval.workflow.scheduling import Wildcards, run_of
 
 T = TypeVar("T")
 

@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from skilleval.env.types import Environment, EpisodeHandle
 from skilleval.errors import RejectedRequest
-from skilleval.policy.types import AssistantTurn, Message, Policy
+from skilleval.records.env import Environment, EpisodeHandle
+from skilleval.records.policy import AssistantTurn, Message, Policy
 from skilleval.storage.records import versioned
 
 END_REASONS = (

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from skilleval.errors import InfrastructureError
-from skilleval.policy.types import AssistantTurn, Message, ToolCall
+from skilleval.records.policy import AssistantTurn, Message, ToolCall
 from skilleval.skills.bank import parse_hints
 from skilleval.world.shopsim import CATEGORY_NAMES
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from skilleval import paths
-from skilleval.config.plan import WorkflowPlan
 from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
 from skilleval.storage.records import Record
+from skilleval.workflow.plan import WorkflowPlan
 
 
 class ArchiveNote(Record):

@@ -12,11 +12,11 @@ from typing import Any
 import pandas as pd
 
 from skilleval.ablation.plan import PlannedRun, group_rows, load_matrix, plan, run_files
-from skilleval.ablation.records import AblationAudit, AblationSummary
-from skilleval.report.figures import PAPER_FONTS, save_pdf
+from skilleval.records.ablation import AblationAudit, AblationSummary
 from skilleval.report.latex import environment, latex_escape
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
+from skilleval.storage.figures import PAPER_FONTS, save_pdf
 
 METRICS = ("best_selection_score", "base_score", "best_test_score", "delta", "tokens")
 

@@ -10,7 +10,9 @@ import yaml
 
 from skilleval.config.checks import validate_config
 from skilleval.config.loading import config_sources, merged_config
+from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
+from skilleval.workflow.plan import WorkflowPlan
 
 
 def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None) -> dict[str, Any]:
@@ -34,3 +36,18 @@ def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None
         update_config(config, yaml.safe_load(profile_file.read_text()).get("config") or {})
     validate_config(config, config_sources(files))
     return config
+
+
+def check_declared_run(directory: Path, root: Path) -> None:
+    """A run directory that is not there and whose name the config does not declare: name
+    the declared runs (a typo), rather than a build command that cannot work."""
+    if (directory / "summary.json").exists() or not (root / "config/config.yaml").exists():
+        return
+    plan = WorkflowPlan(snakemake_config(root, [], None))
+    declared = [*plan.runs, *plan.masked]
+    if directory.name not in declared:
+        raise SkillevalError(
+            f"{directory}: "
+            + unknown_name("run", directory.name, declared)
+            + "; a run's directory is results/runs/<run> (a masked run's is under results/gate)"
+        )

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from skilleval import paths
-from skilleval.config.plan import WorkflowPlan
-from skilleval.config.rule_inputs import SIM_TRAINER_JOB
 from skilleval.errors import SkillevalError
-from skilleval.provenance.planned import KeptResults, RunCost, dry_run, parse_jobs, run_cost
 from skilleval.skills.bank import bank_hash, load_bank
+from skilleval.workflow.plan import WorkflowPlan
+from skilleval.workflow.planned import KeptResults, RunCost, dry_run, parse_jobs, run_cost
+from skilleval.workflow.rule_inputs import SIM_TRAINER_JOB
 
 NOTHING = "<nothing exclusive>"
 REBUILT = "rebuilt after its inputs: "

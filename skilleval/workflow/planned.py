@@ -21,10 +21,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from skilleval import paths
-from skilleval.config.plan import WorkflowPlan
 from skilleval.errors import SkillevalError
 from skilleval.provenance.durations import last_wall_s
 from skilleval.runs.journal import archive_root
+from skilleval.workflow.plan import WorkflowPlan
 
 # Rules whose jobs cost model-server or trainer time.
 PRICED_RULES = ("eval_run", "gate_masked_run", "ablation_run")
@@ -145,9 +145,9 @@ class KeptResults:
     def _ablation_kept(self, run_id: str) -> bool:
         if self._ablation is None:
             from skilleval.ablation.plan import load_matrix
-            from skilleval.config.rule_inputs import AblationInputs
             from skilleval.provenance.digests import FileDigests
             from skilleval.provenance.evidence import trainer_run_code
+            from skilleval.workflow.rule_inputs import AblationInputs
 
             matrix_file = self.config["ablation"]["matrix"]
             self._ablation = AblationInputs(

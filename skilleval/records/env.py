@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from skilleval.policy.types import ToolCall
+from skilleval.records.policy import ToolCall
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from typing import Any
 
 from skilleval import paths
 from skilleval.checkpoints.layout import shard_paths
-from skilleval.config.plan import RunPlan, WorkflowPlan
 from skilleval.serving.gpu import cards_for
 from skilleval.serving.sizing import JobSize, run_job_size
+from skilleval.workflow.plan import RunPlan, WorkflowPlan
 
 Wildcards = Any  # snakemake.io.Wildcards: attribute access to the job's wildcard values
 
