@@ -20,7 +20,7 @@ import yaml
 from skilleval.ablation import run as ablation_run
 from skilleval.ablation.plan import PlannedRun, effective_config, load_matrix, plan
 from skilleval.errors import ConfigError, SkillevalError
-from skilleval.provenance import evidence
+from skilleval.provenance import evidence, identity
 from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.runs import evaluation
@@ -299,3 +299,27 @@ def test_a_trainer_root_that_is_no_checkout_is_refused_naming_the_key(tmp_path: 
     with pytest.raises(ConfigError, match=r"trainer\.root") as raised:
         AblationInputs(matrix, str(MATRIX_FILE), {}, FileDigests(tmp_path / "d.json"))
     assert "git checkout" in str(raised.value) and str(MATRIX_FILE) in str(raised.value)
+
+
+def test_one_identity_keys_the_journal_the_summary_and_the_kept_result(
+    small_world: Path, tmp_path: Path
+) -> None:
+    inputs = run_inputs(small_world)
+    resolved = resolve(inputs, evidence.model_run_code())
+    assert resolved.fingerprint == identity.digest({"kind": "model run", **resolved.identity.parts})
+    assert len(resolved.fingerprint) == identity.DIGEST_LENGTH
+    assert len(resolved.identity.parts["code_fingerprint"]) == identity.DIGEST_LENGTH
+    results, summary = outputs(tmp_path)
+    evaluate(inputs, results, summary, str(tmp_path / "journal"))
+    written = json.loads(Path(summary).read_text())
+    assert written["fingerprint"] == resolved.fingerprint
+    assert {k: written[k] for k in resolved.identity.parts} == dict(resolved.identity.parts)
+    assert (tmp_path / "journal" / inputs.run / f"{resolved.fingerprint}.complete").is_dir()
+
+
+def test_a_trainer_runs_identity_has_the_same_length_and_follows_its_code() -> None:
+    first = identity.trainer_run_identity({"skilleval/ablation/run.py": "a"}, {"plan": "p"})
+    again = identity.trainer_run_identity({"skilleval/ablation/run.py": "a"}, {"plan": "p"})
+    edited = identity.trainer_run_identity({"skilleval/ablation/run.py": "b"}, {"plan": "p"})
+    assert first.digest == again.digest != edited.digest
+    assert len(first.digest) == identity.DIGEST_LENGTH

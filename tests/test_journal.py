@@ -152,8 +152,8 @@ def test_two_writers_past_a_lost_lock_void_the_run_and_its_contrast(
     root = tmp_path / "shared" / "journal"
     with monkeypatch.context() as patched:
         patched.setattr(journal_module, "FileLock", LostLock)
-        first = Journal(root, "base-S0", resolved.fingerprint, resolved.identity)
-        second = Journal(root, "base-S0", resolved.fingerprint, resolved.identity)
+        first = Journal(root, "base-S0", resolved.fingerprint, dict(resolved.identity.parts))
+        second = Journal(root, "base-S0", resolved.fingerprint, dict(resolved.identity.parts))
         with first, second:  # both got past the lock
             first.append(records[0])
             second.append(records[1])
@@ -191,7 +191,9 @@ def test_a_killed_and_resumed_run_has_two_sessions_one_after_the_other(
 
     resolved, records = _complete_run(small_world, tmp_path / "clean")
     root = tmp_path / "resumed" / "journal"
-    killed = Journal(root, "base-S0", resolved.fingerprint, resolved.identity).__enter__()
+    killed = Journal(
+        root, "base-S0", resolved.fingerprint, dict(resolved.identity.parts)
+    ).__enter__()
     for record in records[:5]:
         killed.append(record)
     # Killed: no end is recorded; the kernel frees the lock with the process.

@@ -1,6 +1,6 @@
 """Graph entry point of one ablation run: build it, then audit it.
 
-Given its evidence identity (config.rule_inputs.AblationInputs.ablation_identity) and where
+Given its evidence identity (provenance.identity, from workflow.rule_inputs) and where
 complete runs are kept, a run whose identity equals that of a kept complete run restores
 that run's summary and audit byte for byte and launches no trainer.
 

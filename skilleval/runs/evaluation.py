@@ -100,7 +100,9 @@ def evaluate(
         "summary.json": summary_path,
         "transcripts.jsonl.gz": transcripts_path or f"{results_path}.transcripts.jsonl.gz",
     }
-    journal = Journal(Path(journal_root), inputs.run, resolved.fingerprint, resolved.identity, code)
+    journal = Journal(
+        Path(journal_root), inputs.run, resolved.fingerprint, dict(resolved.identity.parts), code
+    )
     with journal:
         if journal.complete.restore(outputs):
             log.info(
@@ -186,7 +188,7 @@ def _summary(
     return {
         "run": inputs.run,
         "experiment": inputs.experiment,
-        **resolved.identity,
+        **resolved.identity.parts,
         "fingerprint": resolved.fingerprint,
         "protocol_values": {
             k: v for k, v in results_protocol(inputs.protocol).items() if k != "description"

@@ -1,8 +1,8 @@
 """Resolving a run's inputs once: files read, hashed and turned into what the loop needs.
 
-The fingerprint is the run's evidence identity: the contents of everything the per-task
-results depend on and the code that computes them (provenance.evidence), never a path.
-The journal is keyed by it. Nothing after this step reads the run's input files again.
+The run's evidence identity (provenance.identity) is computed here from what was read;
+the journal is keyed by its digest. Nothing after this step reads the run's input files
+again.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.errors import SkillevalError
+from skilleval.provenance.identity import EvidenceIdentity, model_run_identity
 from skilleval.runs.inputs import RunInputs, protocol_digest
 from skilleval.runs.journal import RecordKey
 from skilleval.runs.tasks import load_task_ids
@@ -25,11 +25,15 @@ from skilleval.world.sim_policy import SIM_POLICY_VERSION
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    identity: dict[str, Any]
-    fingerprint: str
+    identity: EvidenceIdentity
     keys: list[RecordKey]
     prompts: dict[str, str]
     chunk_hashes: dict[str, str]
+
+    @property
+    def fingerprint(self) -> str:
+        """The identity's digest: the key of the run's journal and kept result."""
+        return self.identity.digest
 
 
 def checked_checkpoint(inputs: RunInputs) -> str:
@@ -43,25 +47,6 @@ def checked_checkpoint(inputs: RunInputs) -> str:
             "Register the new weights under a new checkpoint_id (and experiment name)."
         )
     return fingerprint
-
-
-def identity(
-    inputs: RunInputs, ck_fingerprint: str, skills_hash: str | None, prompt: Prompt
-) -> dict[str, Any]:
-    return {
-        "protocol": inputs.protocol_name,
-        "protocol_fingerprint": protocol_digest(inputs.protocol_name, inputs.protocol),
-        "checkpoint_id": inputs.checkpoint_id,
-        "checkpoint_fingerprint": ck_fingerprint,
-        "bank": inputs.bank_name,
-        "bank_hash": skills_hash,
-        "split": inputs.split,
-        "split_hash": file_sha256(inputs.split_file),
-        "prompt_hash": prompt.digest,
-        "backends": dict(sorted(inputs.backends.items())),
-        # Journals of the sim policy are only valid for the behaviour they were made with.
-        "sim_policy_version": SIM_POLICY_VERSION if inputs.backends["policy"] == "sim" else None,
-    }
 
 
 def masked_prompts(
@@ -92,20 +77,32 @@ def masked_prompts(
 def resolve(inputs: RunInputs, code: Mapping[str, str]) -> ResolvedRun:
     """``code``: the evidence code of the run (provenance.evidence.model_run_code)."""
     skills = load_bank(inputs.bank_path, inputs.bank_chunks) if inputs.bank_path else []
-    skills_hash = bank_hash(skills) if inputs.bank_path else None
     prompt = Prompt.load(inputs.system_prompt_file, inputs.skill_template_file)
-    ident = identity(inputs, checked_checkpoint(inputs), skills_hash, prompt)
-    ident["code_fingerprint"] = canonical_hash(dict(code))[:16]
     task_ids = load_task_ids(inputs.split_file, inputs.split)
+    mask_hash = None
     if inputs.mask_path and inputs.mask_run:
         prompts = masked_prompts(prompt, skills, task_ids, inputs.mask_path, inputs.mask_run)
-        ident["mask_hash"] = canonical_hash(prompts)
+        mask_hash = canonical_hash(prompts)
     else:
         prompts = dict.fromkeys(task_ids, prompt.message(skills))
+    identity = model_run_identity(
+        protocol=inputs.protocol_name,
+        protocol_digest=protocol_digest(inputs.protocol_name, inputs.protocol),
+        checkpoint_id=inputs.checkpoint_id,
+        checkpoint_fingerprint=checked_checkpoint(inputs),
+        bank=inputs.bank_name,
+        bank_hash=bank_hash(skills) if inputs.bank_path else None,
+        split=inputs.split,
+        split_hash=file_sha256(inputs.split_file),
+        prompt_hash=prompt.digest,
+        backends=inputs.backends,
+        sim_policy_version=SIM_POLICY_VERSION if inputs.backends["policy"] == "sim" else None,
+        code=code,
+        mask_hash=mask_hash,
+    )
     repeats = inputs.protocol["runtime"]["repeats"]
     return ResolvedRun(
-        identity=ident,
-        fingerprint=canonical_hash(ident)[:24],
+        identity=identity,
         keys=[(t, r) for t in task_ids for r in range(repeats)],
         prompts=prompts,
         # Hash of every injected chunk, so a stale report can name the chunk that changed.

@@ -22,8 +22,9 @@ from skilleval.ablation.plan import plan as plan_matrix
 from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
 from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance.digests import FileDigests, checkout_identity
+from skilleval.provenance.identity import trainer_run_identity
 from skilleval.runs.inputs import RunInputs
-from skilleval.storage.hashing import canonical, canonical_hash
+from skilleval.storage.hashing import canonical
 from skilleval.workflow.plan import RunPlan, WorkflowPlan
 from skilleval.workflow.scheduling import Wildcards, run_of
 
@@ -295,7 +296,7 @@ class AblationInputs:
 
     def identity_of(self, run_id: str) -> str:
         """The run's evidence identity: the key of its kept complete result."""
-        return canonical_hash({"code": self.code, **self.evidence_of(run_id)})[:16]
+        return trainer_run_identity(self.code, self.evidence_of(run_id)).digest
 
     def memory_heavy(self, wildcards: Wildcards) -> int:
         return int(self.matrix["benchmarks"][wildcards.bench]["memory_heavy"])

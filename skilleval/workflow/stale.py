@@ -7,7 +7,7 @@ content changed) and names the paper cells the outputs feed: "Table main, s0-gai
 statistics.n_resamples 10000 -> 2000".
 
 Each planned model or trainer run is priced as certain or conditional
-(provenance.planned).
+(workflow.planned).
 """
 
 from __future__ import annotations
