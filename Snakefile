@@ -8,6 +8,7 @@ from skilleval.config.loading import config_sources
 from skilleval.errors import ConfigError
 from skilleval.logs import record_build_command
 from skilleval.serving.gpu import job_environment
+from skilleval.workflow.snakemake_internals import config_files, targets_rule
 
 min_version("9.17.0")
 
@@ -27,9 +28,7 @@ shell.prefix("set -euo pipefail; trap '' INT; ")
 # Read every config file through the project's loader before Snakemake's: a syntax error
 # or a repeated key is then reported with its file, line and column.
 try:
-    CONFIG_SOURCES = config_sources(
-        ["config/config.yaml", *workflow.overwrite_configfiles]
-    )
+    CONFIG_SOURCES = config_sources(config_files(workflow))
 except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
 

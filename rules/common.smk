@@ -8,6 +8,7 @@ from skilleval.config.checks import check_input_files, validate_config
 from skilleval.workflow.frozen import check_frozen, load_registry
 from skilleval.config.typos import not_one_of, refuse
 from skilleval.workflow.scheduling import GATE_CHAIN_PRIORITY, RunScheduling
+from skilleval.workflow.snakemake_internals import default_resource_args, host_resource
 from skilleval.workflow.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
 from skilleval.workflow.rule_inputs import (
     SIM_TRAINER_JOB,
@@ -40,14 +41,11 @@ try:
     MATRIX = load_matrix(config["ablation"]["matrix"])
 except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
-_host_gpus = workflow.global_resources.get("gpu")
-_host_cards = profile_cards(
-    getattr(workflow.resource_settings.default_resources, "args", None)
-)
+_host_cards = profile_cards(default_resource_args(workflow))
 try:
     check_requests(
         gpu_requests(config),
-        getattr(_host_gpus, "value", _host_gpus),
+        host_resource(workflow, "gpu"),
         CONFIG_SOURCE,
         _host_cards,
     )

@@ -242,5 +242,5 @@ rule paper_pdf:
 # process start; Snakemake calls onsuccess in its own process, never on a dry run or inside
 # a cluster job).
 onsuccess:
-    if any(job.rule.name == "paper" for job in workflow.dag.targetjobs):
+    if targets_rule(workflow, "paper"):
         print(where_results(), file=sys.stderr)

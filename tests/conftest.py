@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 from filelock import FileLock
-from xdist.scheduler import LoadFileScheduling
 
 from skilleval.runs.inputs import RunInputs
 from skilleval.skills.bank import Prompt
 from skilleval.workflow.plan import WorkflowPlan
+from skilleval.workflow.planned import parse_jobs
 from skilleval.world.design import world_design
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
 from skilleval.world.server import start_servers
@@ -29,7 +29,6 @@ from tests.engine_docker import DockerEngine
 from tests.engine_docker import missing_engine as docker_missing
 from tests.engine_slurm import SlurmCluster
 from tests.engine_slurm import missing_engine as slurm_missing
-from tests.snakemake_zygote import SnakemakeZygote
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_PARTS = ("Snakefile", "rules", "scripts", "config", "envs", "profiles", "report", "paper")
@@ -272,42 +271,29 @@ def small_paper_sources(workdir: Path) -> Path:
     return workdir
 
 
-# This worker's Snakemake zygote (tests/snakemake_zygote.py): a call is `python -m snakemake`
-# without its second of imports.
-SNAKEMAKE = SnakemakeZygote()
-
-
-def pytest_unconfigure() -> None:
-    SNAKEMAKE.stop()
-
-
 def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """``python -m snakemake --directory WORKDIR ARGS`` run in ``workdir``, output captured."""
-    command = ["--directory", str(workdir), *args]
-    done = SNAKEMAKE.run(workdir, command, timeout=600)
+    command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), *args]
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
     if check and done.returncode != 0:
-        raise AssertionError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
+        raise AssertionError(f"{' '.join(command[2:])} failed:\n{done.stdout}\n{done.stderr}")
     return done
 
 
 def skilleval_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m skilleval.cli ARGS`` run in ``workdir``, output captured (from the zygote
-    too: the command imports Snakemake's API, and the workflow copy's own skilleval)."""
-    return SNAKEMAKE.run(workdir, list(args), timeout=600, module="skilleval.cli")
+    """``python -m skilleval.cli ARGS`` run in ``workdir``, output captured: ``-m`` puts
+    ``workdir`` first on the path, so a workflow copy runs its own copy of the package."""
+    command = [sys.executable, "-m", "skilleval.cli", *args]
+    return subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
 
 
 def dry_run_outputs(workdir: Path, *args: str) -> dict[str, set[str]]:
-    """Rule name -> outputs of the jobs a dry run would execute."""
+    """Rule name -> outputs of the jobs a dry run would execute, read as `skilleval stale`
+    reads them (skilleval.workflow.planned.parse_jobs)."""
     done = snakemake(workdir, "-n", *args)
     jobs: dict[str, set[str]] = {}
-    rule = None
-    for line in (done.stdout + done.stderr).splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
-            rule = stripped.split()[1].rstrip(":")
-            jobs.setdefault(rule, set())
-        elif rule and stripped.startswith("output:"):
-            jobs[rule].update(o.strip() for o in stripped[len("output:") :].split(","))
+    for job in parse_jobs(done.stdout + done.stderr):
+        jobs.setdefault(job.rule, set()).update(job.outputs)
     return jobs
 
 
@@ -355,25 +341,6 @@ LONGEST_FIRST = (
     "test_slurm.py",
     "test_bad_inputs.py",
 )
-# Files whose tests are handed out one at a time, to whichever worker is free: their module
-# fixture is a copy of the shared small paper or of the workflow (seconds), so a second
-# worker's copy costs less than the worker waiting. Every other file goes to one worker
-# whole, so that its module fixtures (a cluster, a full-size build) are made once.
-SPREAD = ("test_staleness.py", "test_workflow_e2e.py", "test_bad_inputs.py", "test_benchmarks.py")
-
-
-class FilesOrSpreadTests(LoadFileScheduling):
-    """pytest-xdist's whole-file scheduling, except that each test of a SPREAD file is a
-    work unit of its own (xdist's loadgroup would say the same with markers, but it sets
-    ``Item._nodeid``, which pytest 9.2 no longer reads)."""
-
-    def _split_scope(self, nodeid: str) -> str:
-        file = nodeid.split("::", 1)[0]
-        return nodeid if Path(file).name in SPREAD else file
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> FilesOrSpreadTests:
-    return FilesOrSpreadTests(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

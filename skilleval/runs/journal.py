@@ -1,11 +1,12 @@
 """Append-only run journals that survive kills, keyed by the run's evidence identity.
 
 The fingerprint is the digest of the run's evidence identity (provenance.identity): its
-inputs' contents and the code that can change an episode. The journal lives outside Snakemake's declared
-outputs (which Snakemake deletes before a job runs and when it fails), so finished tasks
-are never lost. A journal written under another fingerprint is moved to the archive with a
-record of why, never reused under the new one and never deleted; when the fingerprint
-comes back (a reverted edit), its archived journal is moved back and reused.
+inputs' contents and the code that can change an episode. The journal lives outside
+Snakemake's declared outputs (which Snakemake deletes before a job runs and when it
+fails), so finished tasks are never lost. A journal written under another fingerprint
+is moved to the archive with a record of why, never reused under the new one and never
+deleted; when the fingerprint comes back (a reverted edit), its archived journal is
+moved back and reused.
 
 A run that completes keeps a copy of its outputs beside its journal. A later job of the
 same fingerprint restores them byte for byte instead of running anything: that is the

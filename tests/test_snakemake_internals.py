@@ -1,0 +1,107 @@
+"""Every Snakemake internal skilleval reads, called on the installed Snakemake.
+
+skilleval/workflow/snakemake_internals.py reads the Workflow object; the logger plugin
+(skilleval/progress/handler.py) recognises a few of Snakemake's messages; `skilleval
+stale` reads the dry run's job listing (skilleval/workflow/planned.py). A Snakemake
+release that changes one of them fails here, naming it, before a build misreads it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import snakemake.logging
+import snakemake.scheduling.job_scheduler
+
+from skilleval.progress.handler import AFTER_A_STOP, INTERRUPTED_JOB, SELECTING
+from skilleval.workflow.planned import parse_jobs
+
+PROBE = """
+import json
+from skilleval.workflow.snakemake_internals import (
+    config_files, default_resource_args, host_resource, targets_rule,
+)
+
+seen = {
+    "config_files": config_files(workflow),
+    "gpu": host_resource(workflow, "gpu"),
+    "default_resources": default_resource_args(workflow),
+}
+
+rule done:
+    output: "out/{name}.txt"
+    params: n=1
+    resources: gpu=1
+    shell: "touch {output}"
+
+onstart:
+    seen["targets_done"] = targets_rule(workflow, "done")
+    seen["targets_other"] = targets_rule(workflow, "other")
+    with open("seen.json", "w") as handle:
+        json.dump(seen, handle)
+"""
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, object], str]:
+    workdir = tmp_path_factory.mktemp("internals")
+    (workdir / "Snakefile").write_text(PROBE)
+    (workdir / "extra.yaml").write_text("a: 1\n")
+    command = [
+        sys.executable, "-m", "snakemake", "out/x.txt", "-j", "1",
+        "--resources", "gpu=3", "--default-resources", "gpu_devices='1-3'",
+        "--configfile", "extra.yaml",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    dry = subprocess.run(
+        [sys.executable, "-m", "snakemake", "out/y.txt", "-n", "--resources", "gpu=3"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    return json.loads((workdir / "seen.json").read_text()), dry.stdout + dry.stderr
+
+
+def test_the_workflow_internals_answer(probed: tuple[dict[str, object], str]) -> None:
+    seen, _ = probed
+    default, extra = seen["config_files"]  # type: ignore[misc]
+    assert default == "config/config.yaml" and Path(extra).name == "extra.yaml"
+    assert seen["gpu"] == 3
+    assert "gpu_devices='1-3'" in seen["default_resources"]  # type: ignore[operator]
+    assert seen["targets_done"] is True and seen["targets_other"] is False
+
+
+def test_the_dry_run_listing_is_read_as_skilleval_stale_reads_it(
+    probed: tuple[dict[str, object], str],
+) -> None:
+    _, printed = probed
+    [job] = parse_jobs(printed)
+    assert (job.rule, job.outputs) == ("done", ["out/y.txt"])
+    assert job.reason.startswith("Missing output files")
+    assert job.resources.get("gpu") == "1"
+
+
+def source_of(*modules: object) -> str:
+    return "".join(inspect.getsource(m) for m in modules)  # type: ignore[arg-type]
+
+
+def test_the_messages_the_logger_plugin_recognises_are_snakemakes() -> None:
+    scheduler = source_of(snakemake.scheduling.job_scheduler)
+    assert SELECTING in scheduler, "snakemake/scheduling/job_scheduler.py"
+    snakemake_root = Path(snakemake.__file__).parent
+    every = "".join(p.read_text() for p in snakemake_root.rglob("*.py"))
+    missing = [m for m in AFTER_A_STOP if m not in every]
+    assert missing == [], f"Snakemake no longer prints {missing}"
+    assert "def format_percentage" in source_of(snakemake.logging)
+    assert "class ColorizingTextHandler" in source_of(snakemake.logging)
+    # What Python's subprocess says of a job a signal stopped (Snakemake quotes it).
+    died = str(subprocess.CalledProcessError(-2, "python x.py"))
+    assert INTERRUPTED_JOB.search(died), died
