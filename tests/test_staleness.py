@@ -158,7 +158,7 @@ def test_a_bootstrap_behaviour_edit_makes_contrasts_gate_and_tables_stale(built:
 
 
 def test_a_rollout_edit_makes_every_evaluation_run_stale_but_no_ablation(built: Path) -> None:
-    module = built / "skilleval" / "runs" / "rollout.py"
+    module = built / "skilleval" / "env" / "rollout.py"
     with edited(module, lambda t: t + "\nROLLOUT_NOTE = 1\n"):
         jobs = stale(built, "paper")
     assert {"eval_run", "gate_masked_run", "contrast", "paper_main_table"} <= set(jobs)
@@ -433,7 +433,7 @@ EVERY_RUN = 20  # 8 evaluation runs and 12 masked Gate A runs of the small world
 def test_a_rollout_edit_recomputes_every_episode_and_its_revert_restores_them(
     built: Path,
 ) -> None:
-    module = built / "skilleval" / "runs" / "rollout.py"
+    module = built / "skilleval" / "env" / "rollout.py"
     old = "        while steps < max_steps:"
     with edited(module, lambda t: t.replace(old, "        while steps < max_steps - 5:")):
         jobs, costs = stale_and_costs(built, "paper")
