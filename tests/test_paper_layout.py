@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from skilleval.report.front import compact_main_table, front_page
+from skilleval.report.latex import latex_escape
 from skilleval.report.layout import (
     FloatLabel,
     check_layout,
@@ -191,3 +192,32 @@ def test_the_front_page_holds_table_figure_captions_and_notice(tmp_path: Path) -
     )
     assert "data:image/png;base64,iVBORw==" in page
     assert "Simulated" not in front_page(table, "t", b"", "f", "")
+
+
+LESS_THAN = r"""
+\documentclass{article}
+\begin{document}
+Holm-adjusted p: %s in the table.
+\end{document}
+"""
+
+
+@needs_tex
+def test_a_raw_less_than_is_reported_and_the_escaped_one_prints_as_typed(tmp_path: Path) -> None:
+    from pypdf import PdfReader
+
+    for name, cell in (("raw", "<0.001"), ("escaped", latex_escape("<0.001"))):
+        (tmp_path / f"{name}.tex").write_text(LESS_THAN % cell)
+        subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", f"{name}.tex"],
+            cwd=tmp_path,
+            capture_output=True,
+            check=True,
+        )
+    raw = check_layout(tmp_path / "raw.pdf", tmp_path, "raw", sources=tmp_path / "raw.tex")
+    assert any("shows '¡' where the source has '<'" in p for p in raw.problems), raw.problems
+    escaped = check_layout(
+        tmp_path / "escaped.pdf", tmp_path, "escaped", sources=tmp_path / "escaped.tex"
+    )
+    assert not [p for p in escaped.problems if "where the source has" in p]
+    assert "<0.001" in PdfReader(tmp_path / "escaped.pdf").pages[0].extract_text()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import dry_run_outputs, snakemake, unfrozen
 
@@ -258,8 +259,33 @@ def test_the_holm_column_is_recomputed_from_the_verdicts(built: Path) -> None:
             assert member["p_holm"] == pytest.approx(expected[name], abs=1e-12)
         assert r"p_\mathrm{Holm}" in (built / "paper" / "tables" / f"{table}.tex").read_text()
     contrasts = (built / "paper" / "tables" / "main_contrasts.csv").read_text().splitlines()
-    header = contrasts[2].split(",")  # under the notice's and the caption's comment lines
-    assert "p_Holm" in header
+    header = contrasts[3].split(",")  # under the notice's, the caption's and the units' lines
+    assert "p_holm" in header
+
+
+def test_the_main_table_csvs_are_numbers_a_reader_loads(built: Path) -> None:
+    import pandas as pd
+
+    tables = built / "paper" / "tables"
+    contrasts = pd.read_csv(tables / "main_contrasts.csv", comment="#")
+    for column in ("estimate", "ci_low", "ci_high", "confidence", "p_value", "p_holm"):
+        assert contrasts[column].dtype == float, column
+    verdicts = {p.stem: json.loads(p.read_text()) for p in (built / "results/verdicts").glob("*")}
+    for row in contrasts.itertuples():
+        verdict = verdicts[row.contrast]
+        assert (row.estimate, row.ci_low, row.ci_high) == pytest.approx(
+            (verdict["estimate"], verdict["ci_low"], verdict["ci_high"])
+        )
+        # The LaTeX prints the same numbers, rounded: estimate and interval alike.
+        tex = (tables / "main.tex").read_text()
+        assert f"${row.estimate:+.4f}$" in tex and f"${row.ci_low:+.4f}$" in tex
+    runs = pd.read_csv(tables / "main.csv", comment="#")
+    for column in ("reward", "r_success", "coverage", "tokens_per_task"):
+        assert runs[column].dtype == float, column
+    markdown, tex = (tables / "main.md").read_text(), (tables / "main.tex").read_text()
+    assert "<0.001" not in tex  # OT1 would print it as "¡0.001"
+    assert ("\\textless{}0.001" in tex) == ("<0.001" in markdown)
+    assert "tab:" not in markdown and "\u2212" not in markdown
 
 
 def test_the_gate_keeps_the_intercept_fit_beside_the_memo_s(built: Path) -> None:
@@ -373,3 +399,38 @@ def test_an_interrupted_build_is_quiet_and_one_command_resumes_it(
     for summary in sorted((built / "results" / "runs").glob("*/results.jsonl")):
         resumed = workdir / summary.relative_to(built)
         assert resumed.read_bytes() == summary.read_bytes(), summary
+
+
+def test_every_paper_figure_labels_its_axes(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each figure of the built paper drawn again from its inputs, its axes read from the
+    figure objects: every axes that draws data names both of its axes."""
+    import matplotlib.figure
+
+    from skilleval import paths
+    from skilleval.checkpoints.diff import weight_change_figure
+    from skilleval.report.ablation_tables import ablation_figures
+    from skilleval.report.figures import beta_plot, forest_plot
+
+    drawn: list[matplotlib.figure.Figure] = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: drawn.append(fig))
+    monkeypatch.chdir(built)
+    out = str(tmp_path / "figure")
+    verdicts = sorted(Path(paths.VERDICT).parent.glob("*.json"))
+    forest_plot({v.stem: str(v) for v in verdicts}, out, out, "contrasts")
+    [beta] = Path("results/gate").glob("*/beta.json")
+    beta_plot(str(beta), str(beta.with_name("truth_check.json")), out, out)
+    diff = json.loads(Path(paths.WEIGHT_DIFF).read_text())
+    weight_change_figure(diff, out, out, ("base", "final"))
+    matrix = "config/ablation/planted.yaml"
+    groups = sorted(yaml.safe_load(Path(matrix).read_text())["groups"])
+    ablation_figures(matrix, groups, [out] * len(groups), [out] * len(groups), out)
+    axes = [ax for fig in drawn for ax in fig.axes if ax.lines or ax.collections or ax.patches]
+    assert len(axes) >= 3 + len(groups)
+    unlabelled = [
+        f"{ax.get_title()!r}: x {ax.get_xlabel()!r}, y {ax.get_ylabel()!r}"
+        for ax in axes
+        if not (ax.get_xlabel() and ax.get_ylabel())
+    ]
+    assert unlabelled == []

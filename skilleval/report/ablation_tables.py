@@ -6,6 +6,7 @@ stay in the tables with a dagger and their reasons.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ import pandas as pd
 
 from skilleval.ablation.plan import PlannedRun, group_rows, load_matrix, plan, run_files
 from skilleval.records.ablation import AblationAudit, AblationSummary
-from skilleval.report.latex import environment, latex_escape
+from skilleval.report.latex import environment, latex_escape, signed
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
 from skilleval.storage.figures import PAPER_FONTS, save_pdf
@@ -120,7 +121,7 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
             fmt(r["best_selection_score"]),
             fmt(r["base_score"]),
             fmt(r["best_test_score"]),
-            f"{r['delta']:+.4f}",
+            signed(r["delta"]),
             human_count(r["tokens"]),
         ]
         tex_rows.append({"cells": cells, "rule": previous is not None and r["group"] != previous})
@@ -269,12 +270,22 @@ def group_figure(
             rotation_mode="anchor",
         )
         ax.set_title(f"{group}\n({spec['prefix']}, §{spec['section']})")
+        ax.set_xlabel(axis_label(spec))
         ax.set_ylabel("best test score")
         save_pdf(fig, out_pdf)
         fig.set_size_inches(PANEL_INCHES[0], PANEL_INCHES[1] + 0.15 * len(spec["benchmarks"]))
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         fig.savefig(out_png, dpi=200)
         plt.close(fig)
+
+
+def axis_label(spec: Mapping[str, Any]) -> str:
+    """A group panel's x-axis: its declared ``axis``, else the keys its values vary."""
+    if spec.get("axis"):
+        return str(spec["axis"])
+    varied = sorted({key for overrides in spec["values"].values() for key in overrides})
+    # Wrapped to the panel's width at 7 pt.
+    return textwrap.fill(", ".join(varied) or "value", width=28)
 
 
 def benchmark_legend(matrix: dict[str, Any], out_pdf: str) -> None:

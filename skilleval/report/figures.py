@@ -62,6 +62,7 @@ def draw_forest(ax: Any, rows: list[Any], colours: Mapping[str, str], title: str
     confidence = next((r.confidence for r in rows if r.confidence is not None), None)
     interval = f", {confidence:.0%} CI" if confidence is not None else ""
     ax.set_xlabel(f"Delta reward (treatment - control){interval}")
+    ax.set_ylabel("contrast")
     ax.set_title(title)
 
 
@@ -123,6 +124,7 @@ def beta_plot(beta_path: str, truth_check_path: str | None, out_pdf: str, out_pn
             rotation=60,
             ha="right",
         )
+        ax.set_xlabel("draft chunk, by signed beta")
         ax.set_ylabel("effect on reward")
         ax.set_title("Draft chunks ranked by signed beta (* sign or Top/Bottom differs)")
         # Outside the axes, so the legend can never cover a point or an error bar.

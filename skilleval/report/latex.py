@@ -12,7 +12,16 @@ import jinja2
 
 from skilleval.errors import SkillevalError
 
-LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_", "$": r"\$"}
+# "<" and ">" too: the default OT1 font encoding prints them as "¡" and "¿" in text.
+LATEX_SPECIAL = {
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "_": r"\_",
+    "$": r"\$",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+}
 
 
 def latex_escape(text: object) -> str:
@@ -24,7 +33,7 @@ PLAIN_SYMBOLS = {
     r"$^\dagger$": "†",
     r"$\Delta$": "Δ",
     r"$\beta$": "β",
-    r"$-$": "\u2212",
+    r"$-$": "-",
     r"\quad": " ",
     "{,}": ",",
     "~": " ",
@@ -32,13 +41,16 @@ PLAIN_SYMBOLS = {
 }
 COMMAND_WITH_TEXT = re.compile(r"\\(?:texttt|textit|textbf|emph|mathrm|text)\{([^{}]*)\}")
 MULTICOLUMN = re.compile(r"\\multicolumn\{\d+\}\{[^{}]*\}\{([^{}]*)\}")
-REFERENCE = re.compile(r"\\ref\{([^{}]*)\}")
+# "Table~\ref{tab:ranking}" reads "the ranking table" outside the LaTeX, where no number
+# exists; a bare reference reads as its name.
+TABLE_REFERENCE = re.compile(r"(Table|Figure)~\\ref\{(?:tab|fig):([^{}]*)\}")
+REFERENCE = re.compile(r"\\ref\{(?:(?:tab|fig):)?([^{}]*)\}")
 
 
 def plain_text(latex: str) -> str:
     """A LaTeX cell or caption as plain text: ``\\texttt{a\\_b}`` is ``a_b``,
     ``$r_\\mathrm{success}$`` is ``r_success``, ``$^\\dagger$`` is ``†``."""
-    text = latex
+    text = TABLE_REFERENCE.sub(lambda m: f"the {m[2]} {m[1].lower()}", latex)
     for symbol, word in PLAIN_SYMBOLS.items():
         text = text.replace(symbol, word)
     text = MULTICOLUMN.sub(r"\1", text)
@@ -73,10 +85,17 @@ def environment() -> jinja2.Environment:
     )
 
 
-def fmt_ci(low: float | None, high: float | None, digits: int = 3) -> str:
+def signed(value: float, digits: int = 4) -> str:
+    """A signed difference in math mode, so its minus is a minus sign, not a hyphen; the
+    plain copies show it with ASCII signs (plain_text)."""
+    return f"${value:+.{digits}f}$"
+
+
+def fmt_ci(low: float | None, high: float | None, digits: int = 4) -> str:
+    """An interval at the precision of its estimate (signed)."""
     if low is None or high is None:
         return "n/a"
-    return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
+    return f"[{signed(low, digits)}, {signed(high, digits)}]"
 
 
 TEX_ENGINES = ("latexmk", "pdflatex")

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skilleval.report.latex import compile_pdf
+from skilleval.report.latex import LATEX_SPECIAL, compile_pdf
 from skilleval.storage import atomic
 
 NEWLABEL = re.compile(r"\\newlabel\{((?:tab|fig):[^}]*)\}\{\{([^}]*)\}\{([^}]*)\}")
@@ -32,6 +32,9 @@ FIGURE_PRINTED = re.compile(
 # Figures are drawn at their printed width with no text below 7 pt; shrinking one by more
 # than this would print its text below 7 pt (beyond rounding of the widths).
 MIN_FIGURE_SCALE = 0.95
+# What the default OT1 font encoding prints for a character typed in text: "<" comes out
+# as "¡", ">" as "¿" (Knuth's cmr fonts hold the Spanish marks in those slots).
+OT1_SUBSTITUTES = {"¡": "<", "¿": ">"}
 log = logging.getLogger(__name__)
 KIND_NAMES = {"tab": "Table", "fig": "Figure"}
 
@@ -142,8 +145,27 @@ def order_problems(floats: list[FloatLabel], first: dict[str, int]) -> list[str]
     return problems
 
 
-def check_layout(pdf: Path, build_dir: Path, jobname: str = "main") -> LayoutReport:
-    """The checks above on a PDF built into build_dir (its .log, .aux and .pagekinds)."""
+def glyph_problems(page_texts: list[str], sources: str) -> list[str]:
+    """A glyph the PDF shows that its TeX sources never wrote: the font encoding printed
+    another character than the one typed."""
+    problems = []
+    for page, text in enumerate(page_texts, start=1):
+        for glyph, typed in OT1_SUBSTITUTES.items():
+            if glyph in text and glyph not in sources:
+                at = text.index(glyph)
+                shown = " ".join(text[max(0, at - 30) : at + 30].split())
+                problems.append(
+                    f"page {page} shows {glyph!r} where the source has {typed!r} ({shown}): "
+                    f"write it as {LATEX_SPECIAL[typed]} (report.latex.latex_escape) or in math"
+                )
+    return problems
+
+
+def check_layout(
+    pdf: Path, build_dir: Path, jobname: str = "main", sources: Path | None = None
+) -> LayoutReport:
+    """The checks above on a PDF built into build_dir (its .log, .aux and .pagekinds), from
+    the TeX files under ``sources`` (default: the PDF's folder)."""
     from pypdf import PdfReader
 
     page_texts = [page.extract_text() or "" for page in PdfReader(pdf).pages]
@@ -155,14 +177,21 @@ def check_layout(pdf: Path, build_dir: Path, jobname: str = "main") -> LayoutRep
     problems = log_problems(log_text) + figure_scale_problems(log_text)
     problems += page_problems(page_texts, kinds)
     problems += order_problems(floats, first)
+    problems += glyph_problems(page_texts, tex_sources(sources or pdf.parent))
     return LayoutReport(str(pdf), len(page_texts), kinds, floats, first, problems)
+
+
+def tex_sources(folder: Path) -> str:
+    """The text of a TeX file, or of every TeX file under a folder."""
+    files = [folder] if folder.is_file() else sorted(folder.rglob("*.tex"))
+    return "".join(f.read_text(errors="replace") for f in files)
 
 
 def build_checked_pdf(main_tex: str, output: str, build_dir: str, layout_json: str) -> None:
     """Compile the paper, check its layout and keep the check's findings next to the build.
     A finding is a warning in the log, not a failure: the PDF is still worth reading."""
     built = compile_pdf(main_tex, output, build_dir)
-    report = check_layout(built, Path(build_dir), Path(main_tex).stem)
+    report = check_layout(built, Path(build_dir), Path(main_tex).stem, Path(main_tex).parent)
     atomic.write_json(layout_json, report.to_json())
     log.info("%s: %d pages, %d layout problems", output, report.pages, len(report.problems))
     for problem in report.problems:

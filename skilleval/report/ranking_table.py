@@ -10,7 +10,7 @@ import pandas as pd
 from skilleval import paths
 from skilleval.records.analysis import GateBeta, Verdict, VerdictFamily
 from skilleval.records.runs import RunSummary
-from skilleval.report.latex import environment, fmt_ci, latex_escape
+from skilleval.report.latex import environment, fmt_ci, latex_escape, signed
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.tables import (
     Notes,
@@ -120,7 +120,7 @@ def _arm_cells(
             "mark": notes.mark(row.arm, row.verdict == "invalid", row.note),
             "reward": f"{row.reward:.4f}",
             "r_success": f"{row.r_success:.4f}",
-            "estimate": "n/a" if row.delta_vs_free is None else f"{row.delta_vs_free:+.4f}",
+            "estimate": "n/a" if row.delta_vs_free is None else signed(row.delta_vs_free),
             "ci": fmt_ci(row.ci_low, row.ci_high),
             "verdict": row.verdict,
             "p_holm": latex_escape(fmt_p(row.p_holm)),
@@ -133,9 +133,9 @@ def chunk_cells(chunks: pd.DataFrame) -> list[dict[str, str]]:
     return [
         {
             "chunk": latex_escape(row.chunk),
-            "beta": f"{row.beta:+.4f}",
+            "beta": signed(row.beta),
             "se": f"{row.se:.4f}",
-            "beta_intercept_fit": f"{row.beta_intercept_fit:+.4f}",
+            "beta_intercept_fit": signed(row.beta_intercept_fit),
             "se_intercept_fit": f"{row.se_intercept_fit:.4f}",
             "selection": latex_escape(row.selection),
             "selection_intercept_fit": latex_escape(row.selection_intercept_fit),
@@ -194,7 +194,7 @@ def render_ranking_table(
             arms=arm_cells,
             contrasts=pairwise_cells,
             chunks=chunk_cells(chunks),
-            common_effect=f"{intercept['beta']:+.4f}",
+            common_effect=signed(intercept["beta"]),
             common_se=f"{intercept['standard_error']:.4f}",
             loading=f"{mean_loading(beta):.3f}",
             differs=differences(beta),

@@ -15,7 +15,7 @@ from skilleval import paths
 from skilleval.analysis.family import holm_cell
 from skilleval.records.analysis import Verdict, VerdictFamily
 from skilleval.records.runs import RunSummary
-from skilleval.report.latex import environment, fmt_ci, latex_escape
+from skilleval.report.latex import environment, fmt_ci, latex_escape, signed
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
 
@@ -33,6 +33,7 @@ def verdict_row(name: str, verdict: Verdict, description: str = "") -> dict[str,
         "ci_high": verdict.ci_high,
         "confidence": verdict.confidence,
         "verdict": verdict.verdict,
+        "p_value": verdict.p_value,
         "note": verdict.reason if verdict.verdict == "invalid" else "",
     }
 
@@ -119,7 +120,7 @@ def contrast_cells(contrasts: pd.DataFrame, notes: Notes) -> list[dict[str, str]
             "name": latex_escape(row.contrast),
             "mark": notes.mark(row.contrast, row.verdict == "invalid", row.note),
             "arms": latex_escape(f"{row.treatment} - {row.control}").replace(" - ", " $-$ "),
-            "estimate": "n/a" if row.estimate is None else f"{row.estimate:+.4f}",
+            "estimate": "n/a" if row.estimate is None else signed(row.estimate),
             "ci": fmt_ci(row.ci_low, row.ci_high),
             "verdict": row.verdict,
             "p_holm": latex_escape(fmt_p(row.p_holm)),
@@ -205,6 +206,8 @@ def render_main_table(
         noted_rows(
             run_cells, ("name", "bank", "reward", "r_success", "coverage", "tokens"), runs["note"]
         ),
+        data=runs[list(RUN_DATA)],
+        units=RUN_UNITS,
     )
     write_table_set(
         outputs,
@@ -214,14 +217,37 @@ def render_main_table(
     )
 
 
+# The main table's CSVs: numbers in columns of their own, as the records hold them.
+RUN_DATA = (
+    "run", "experiment", "checkpoint", "bank", "split", "n_tasks", "reward", "r_success",
+    "coverage", "tokens_per_task", "note",
+)  # fmt: skip
+RUN_UNITS = (
+    "reward, r_success: mean per task, in [0, 1]; coverage: share of the split's tasks with a "
+    "result; tokens_per_task: mean prompt + completion tokens"
+)
+CONTRAST_DATA = (
+    "contrast", "treatment", "control", "estimate", "ci_low", "ci_high", "confidence",
+    "p_value", "p_holm", "verdict", "note",
+)  # fmt: skip
+CONTRAST_UNITS = (
+    "estimate: mean task-aligned difference of reward, treatment - control; ci_low, ci_high: "
+    "its paired bootstrap interval at the given confidence; p_value: two-sided bootstrap "
+    "p; p_holm: Holm-adjusted over the table's causal verdicts (empty outside the family)"
+)
+
+
 def contrast_section(
     title: str, cells: Sequence[Mapping[str, str]], contrasts: pd.DataFrame, confidence: str
 ) -> Section:
+    data = contrasts.reindex(columns=list(CONTRAST_DATA))
     return Section(
         title,
         "contrasts",
         contrast_header(confidence),
         noted_rows(cells, CONTRAST_KEYS, contrasts["note"]),
+        data=data.assign(p_holm=pd.to_numeric(data["p_holm"])),
+        units=CONTRAST_UNITS,
     )
 
 

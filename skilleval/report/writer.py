@@ -1,9 +1,11 @@
 """One writer for every paper table: the LaTeX text plus CSV, Markdown and HTML copies.
 
-The copies are made from the very cells the LaTeX prints (de-LaTeXed), so every format
-has the same columns, rounding and signs; a cell the LaTeX prints as ``--`` (not run, not
-in the family) is an en dash. A table has one or more sections (runs and contrasts, say): each
-is one CSV file, and a heading of its own in Markdown and HTML, under its LaTeX caption.
+The Markdown and HTML copies are made from the very cells the LaTeX prints (de-LaTeXed),
+so they have the same columns, rounding and signs; a cell the LaTeX prints as ``--`` (not
+run, not in the family) is an en dash. A section given its numbers (``data``) writes them
+as its CSV, one column each, for a reader's pandas; otherwise its CSV is the cells too. A
+table has one or more sections (runs and contrasts, say): each is one CSV file, and a
+heading of its own in Markdown and HTML, under its LaTeX caption.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
+
+import pandas as pd
 
 from skilleval.report.latex import captions, plain_text
 from skilleval.storage import atomic
@@ -31,6 +35,9 @@ class Section:
     header: Sequence[str]
     rows: Sequence[Sequence[str]]
     table: int = 0
+    # The CSV's numbers, one column each, and what each column means (its units).
+    data: pd.DataFrame | None = None
+    units: str = ""
 
     def __post_init__(self) -> None:
         for row in self.rows:
@@ -41,8 +48,12 @@ class Section:
                 )
 
     def plain(self) -> tuple[list[str], list[list[str]]]:
+        """Header and cells as plain text; a Note column only where a row has a note."""
+        header = [plain_text(h) for h in self.header]
         cells = [[_cell(c) for c in row] for row in self.rows]
-        return [plain_text(h) for h in self.header], cells
+        if header and header[-1] == "Note" and not any(row[-1] for row in cells):
+            return header[:-1], [row[:-1] for row in cells]
+        return header, cells
 
 
 def _cell(latex: str) -> str:
@@ -78,10 +89,9 @@ def write_table_set(
         shown = caption if index == 0 or sections[index - 1].table != section.table else ""
         header, rows = section.plain()
         titled = f"{section.title}: {caption}" if caption else section.title
-        comments = [f"# {line}" for line in (notice, titled) if line]
-        atomic.write_text(
-            csv_path(outputs, sections, index), "\n".join(comments) + "\n" + _csv(header, rows)
-        )
+        comments = [f"# {line}" for line in (notice, titled, section.units) if line]
+        table = _csv(header, rows) if section.data is None else section.data.to_csv(index=False)
+        atomic.write_text(csv_path(outputs, sections, index), "\n".join(comments) + "\n" + table)
         md.append(
             f"## {section.title}\n\n"
             + (f"*{shown}*\n\n" if shown else "")
