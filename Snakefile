@@ -6,9 +6,9 @@ from snakemake.utils import min_version
 
 from skilleval.config.loading import config_sources
 from skilleval.errors import ConfigError
-from skilleval.logs import record_build_command
+from skilleval.logs import record_build_command, record_rule_targets
 from skilleval.serving.gpu import job_environment
-from skilleval.workflow.snakemake_internals import config_files, targets_rule
+from skilleval.workflow.snakemake_internals import config_files, rule_targets, targets_rule
 
 min_version("9.17.0")
 
@@ -49,6 +49,10 @@ include: "rules/audit.smk"
 include: "rules/ablation.smk"
 include: "rules/paper.smk"
 include: "rules/typos.smk"
+
+
+# A target that names no rule is answered with the nearest rule names (the logger plugin).
+record_rule_targets(rule_targets(workflow))
 
 
 # On a cluster (profiles/slurm) only the rules that serve or train a model, or read whole

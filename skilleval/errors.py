@@ -27,6 +27,20 @@ class ConfigError(SkillevalError):
         super().__init__(f"{self.file}: {key} = {value!r}: {problem}\n  fix: {fix}")
 
 
+class ConfigErrors(ConfigError):
+    """Several invalid values, reported together; its key, value and fix are the first's."""
+
+    def __init__(self, errors: list[ConfigError], most: int) -> None:
+        first = errors[0]
+        self.errors = errors
+        self.file, self.key, self.value = first.file, first.key, first.value
+        self.problem, self.fix = first.problem, first.fix
+        shown = [str(e) for e in errors[:most]]
+        if len(errors) > most:
+            shown.append(f"... and {len(errors) - most} more")
+        SkillevalError.__init__(self, f"{len(errors)} invalid values:\n" + "\n".join(shown))
+
+
 class YamlSyntaxError(ConfigError):
     """A YAML file that does not parse, with the line and column where it breaks."""
 

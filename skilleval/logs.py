@@ -42,6 +42,19 @@ def record_build_command(argv: list[str]) -> None:
         os.environ[BUILD_COMMAND_VARIABLE] = shlex.join(["snakemake", *argv[1:]])
 
 
+# The rules a build can be asked for by name, set by the Snakefile for the messages of
+# the build's own process (a target that names no rule).
+RULE_TARGETS_VARIABLE = "SKILLEVAL_RULE_TARGETS"
+
+
+def record_rule_targets(names: list[str]) -> None:
+    os.environ[RULE_TARGETS_VARIABLE] = " ".join(names)
+
+
+def rule_targets() -> list[str]:
+    return os.environ.get(RULE_TARGETS_VARIABLE, "").split()
+
+
 def resume_command(target: str) -> str:
     """The command that resumes a stopped job: the user's own build command, with its
     config files, profile and targets; a bare one for the target where none is known."""

@@ -331,3 +331,38 @@ def test_a_malformed_input_is_refused_before_any_job(workdir: Path, name: str) -
     assert case.key in output, output
     assert not (workdir / "results").exists(), "a refused config wrote results"
     shutil.rmtree(workdir / ".snakemake" / "log", ignore_errors=True)
+
+
+def test_a_target_that_names_no_rule_gets_the_nearest_rules(workdir: Path) -> None:
+    done = snakemake(workdir, "-n", "papr", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "skilleval: no rule or file 'papr' to build: did you mean paper" in output
+    assert "Traceback" not in output and "MissingRuleException" not in output
+
+
+def test_a_typo_in_a_run_target_is_one_line_with_the_declared_runs(workdir: Path) -> None:
+    done = snakemake(workdir, "-n", "results/runs/final-St/summary.json", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "skilleval: the config declares no run 'final-St' (did you mean final-ST?)" in output
+    assert "Traceback" not in output and "InputFunctionException" not in output
+
+
+def test_every_bad_value_of_an_overlay_is_reported_in_one_go(workdir: Path) -> None:
+    overlay = workdir / OVERLAY
+    overlay.write_text(
+        "protocols:\n  local-sglang:\n"
+        "    environment: {url: 'htp:/127.0.0.1:5700'}\n"
+        "    runtime: {max_steps: 0}\n"
+        "world: {seed: x}\n"
+    )
+    try:
+        done = snakemake(workdir, "-n", "paper", "--configfile", OVERLAY, check=False)
+    finally:
+        overlay.unlink()
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output
+    assert "3 invalid values:" in output
+    for line, key in ((5, "world.seed"), (3, "environment.url"), (4, "runtime.max_steps")):
+        assert f"{OVERLAY}, line {line}: " in output and key in output

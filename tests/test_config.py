@@ -11,7 +11,7 @@ import pytest
 from skilleval.config.checks import declared_files, validate_config
 from skilleval.config.loading import config_sources, load_config_file, merged_config
 from skilleval.config.schema import load_schema
-from skilleval.errors import ConfigError
+from skilleval.errors import ConfigError, ConfigErrors
 from tests.conftest import REPO, load_default_config, snakemake
 
 
@@ -275,3 +275,31 @@ def test_a_registered_bank_that_is_not_k_chunks_of_the_draft_bank_is_refused(
     error = invalid(mutate)
     assert (error.key, error.value) == (key, value)
     assert message in str(error)
+
+
+def test_every_bad_value_of_a_config_is_reported_at_once() -> None:
+    config = load_default_config()
+    protocol = config["protocols"]["local-sglang"]
+    protocol["environment"]["url"] = "htp:/127.0.0.1:5700"
+    protocol["runtime"]["max_steps"] = 0
+    config["world"]["seed"] = "x"
+    with pytest.raises(ConfigErrors) as raised:
+        validate_config(config, "config/config.yaml")
+    message = str(raised.value)
+    assert message.startswith("3 invalid values:")
+    for key in ("protocols.local-sglang.environment.url", "runtime.max_steps", "world.seed"):
+        assert key in message
+    assert raised.value.key == "world.seed"  # the first, for callers that name one
+
+
+def test_a_long_list_of_bad_values_is_capped_with_a_count() -> None:
+    config = load_default_config()
+    for protocol in config["protocols"].values():
+        for key in ("temperature", "top_p", "top_k", "max_tokens"):
+            protocol["sampling"][key] = "x"
+        for key in ("max_steps", "concurrency"):
+            protocol["runtime"][key] = "x"
+    with pytest.raises(ConfigErrors) as raised:
+        validate_config(config, "config/config.yaml")
+    assert len(raised.value.errors) == 12
+    assert str(raised.value).endswith("... and 2 more")

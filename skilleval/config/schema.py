@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from skilleval.errors import ConfigError
+from skilleval.errors import ConfigError, ConfigErrors
 from skilleval.storage.yamlfile import SafeLoader
 
 
@@ -30,18 +30,32 @@ def _dotted(path: Any) -> str:
     return ".".join(str(part) for part in path) or "(top level)"
 
 
+# A file with many bad values names this many, then how many more there are.
+MOST_REPORTED = 10
+
+
 def validate_against_schema(data: Mapping[str, Any], schema_name: str, source: object) -> None:
-    """Raise ConfigError for the first (most specific) schema violation."""
+    """Raise ConfigError naming every schema violation at once, the most specific one per
+    key (at most MOST_REPORTED, then a count)."""
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
-    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.path), list(e.path)))
-    if not errors:
-        return
-    error = jsonschema.exceptions.best_match(errors)
+    by_key: dict[tuple[Any, ...], Any] = {}
+    for error in validator.iter_errors(data):
+        best = jsonschema.exceptions.best_match([error])
+        by_key.setdefault(tuple(best.absolute_path), best)
+    found = [_config_error(by_key[k], source) for k in sorted(by_key, key=lambda k: (len(k), k))]
+    if len(found) == 1:
+        raise found[0]
+    if found:
+        raise ConfigErrors(found, MOST_REPORTED)
+
+
+def _config_error(error: Any, source: object) -> ConfigError:
+    """One violation (a jsonschema ValidationError) as a ConfigError in the user's words."""
     key = _dotted(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extra = [k for k in error.instance if k not in allowed]
-        raise ConfigError(
+        return ConfigError(
             source,
             f"{key}.{extra[0]}" if key != "(top level)" else extra[0],
             error.instance[extra[0]],
@@ -49,12 +63,12 @@ def validate_against_schema(data: Mapping[str, Any], schema_name: str, source: o
             f"remove it or use one of: {', '.join(allowed)}",
         )
     if error.validator == "required":
-        raise ConfigError(source, key, "(missing)", error.message, "add the missing key")
+        return ConfigError(source, key, "(missing)", error.message, "add the missing key")
     description = error.schema.get("description", "") if isinstance(error.schema, dict) else ""
-    fix = plain_rule(error.validator, error.validator_value)
+    fix = plain_rule(str(error.validator), error.validator_value)
     if description:
         fix += f" ({description.rstrip('.')})"
-    raise ConfigError(source, key, error.instance, error.message, fix)
+    return ConfigError(source, key, error.instance, error.message, fix)
 
 
 TYPE_WORDS = {

@@ -29,7 +29,8 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 
 from skilleval import paths
-from skilleval.logs import resume_command
+from skilleval.config.typos import did_you_mean
+from skilleval.logs import resume_command, rule_targets
 from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
 
 # What Snakemake's scheduler logs before each selection (snakemake/scheduling/
@@ -39,6 +40,11 @@ SELECTING = "Select jobs to execute..."
 # complete run beside its journal (which a rebuild's deleted outputs leave in place).
 RECORDED_RUN = f"{paths.JOURNAL_ROOT}/*/*.complete/summary.json"
 RECORDED_RUNS = {"eval_run": RECORDED_RUN, "gate_masked_run": RECORDED_RUN}
+# How Snakemake reports a target no rule makes (snakemake/exceptions.py MissingRuleException)
+# and an input function's refusal of a target (InputFunctionException): the project's own
+# message stands alone, without Snakemake's traceback around it.
+NO_RULE = re.compile(r"MissingRuleException:\s*No rule to produce (\S+)")
+REFUSED = re.compile(r"InputFunctionException.*?SkillevalError: ([^\n]+)", re.S)
 # How Snakemake reports a job that a Ctrl-C stopped (its RuleException quotes the job's
 # CalledProcessError): killed by the signal, or exited 128 + SIGINT.
 INTERRUPTED_JOB = re.compile(r"died with <Signals\.SIG(INT|TERM): \d+>|exit status 1(30|43)\b")
@@ -76,6 +82,16 @@ def quiet_interrupts(previous: Callable[[Any], object]) -> Callable[[Any], None]
             previous(unraisable)
 
     return hook
+
+
+def unknown_target(target: str, rules: list[str]) -> str:
+    """A target that is neither a rule nor a path, with the rules nearest to it."""
+    close = did_you_mean(target, rules)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return (
+        f"no rule or file {target!r} to build: {hint}a target is a rule "
+        f"({', '.join(rules) or 'paper'}) or an output path (results/..., paper/...)"
+    )
 
 
 class BuildProgressHandler(LogHandlerBase):
@@ -124,6 +140,8 @@ class BuildProgressHandler(LogHandlerBase):
             event == LogEvent.JOB_STARTED or record.getMessage() == SELECTING
         ):
             return  # the scheduler's own beat: two lines a step, saying nothing per job
+        if event == LogEvent.ERROR and self._explained(record.getMessage()):
+            return
         if not self.common_settings.dryrun and self._interrupt(event, record):
             return
         if self.common_settings.dryrun or event not in (
@@ -161,6 +179,18 @@ class BuildProgressHandler(LogHandlerBase):
         rule, label, started = self._jobs.pop(jobid)
         self.time_left.job_finished(rule, now - started)
         self._last_finished = f"{label} took {now - started:.1f} s"
+
+    def _explained(self, message: str) -> bool:
+        """Whether ``message`` is an error the project words itself, in one line."""
+        refused = REFUSED.search(message)
+        if refused:
+            self._say(f"skilleval: {refused[1].strip()}")
+            return True
+        missing = NO_RULE.search(message)
+        if missing and "/" not in missing[1]:
+            self._say(f"skilleval: {unknown_target(missing[1], rule_targets())}")
+            return True
+        return False
 
     def _interrupt(self, event: Any, record: logging.LogRecord) -> bool:
         """Whether ``record`` belongs to a stop by Ctrl-C, which this handler reports in

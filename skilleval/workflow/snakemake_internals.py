@@ -57,3 +57,12 @@ def targets_rule(workflow: Any, rule: str) -> bool:
     except AttributeError:
         raise _moved("Workflow.dag.targetjobs", "the closing message") from None
     return any(job.rule.name == rule for job in jobs)
+
+
+def rule_targets(workflow: Any) -> list[str]:
+    """The rules a user can name as a target: those whose outputs hold no wildcard
+    (Workflow.rules, snakemake/workflow.py; Rule.has_wildcards)."""
+    try:
+        return sorted(rule.name for rule in workflow.rules if not rule.has_wildcards())
+    except AttributeError:
+        raise _moved("Workflow.rules", "the targets a typo is compared with") from None
