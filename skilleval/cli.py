@@ -14,6 +14,7 @@ from skilleval.errors import ServiceError, SkillevalError
 from skilleval.logs import Interrupted, quiet_interrupts
 from skilleval.runs.transcripts import add_episode_command
 from skilleval.serving.gpu import lock_directory
+from skilleval.workflow.why import add_why_command
 from skilleval.world.serve_command import add_serve_world
 
 
@@ -362,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_archive(sub)
     add_episode_command(sub)
     add_serve_world(sub)
+    add_why_command(sub)
     return parser
 
 

@@ -546,3 +546,41 @@ def test_stale_with_the_gpu_host_profile_names_the_dry_runs_set_and_prices_it(
     assert len(costs) == EVERY_RUN and {c["kind"] for c in costs} == {"certain"}
     assert {c["cards"] for c in costs} == {4} and all(c["card_hours"] > 0 for c in costs)
     assert f"certain: {EVERY_RUN} run(s)" in text and "card-hours" in text
+
+
+def test_why_walks_a_main_table_cell_down_to_its_runs_and_says_what_went_stale(
+    built: Path,
+) -> None:
+    def why(*cell: str) -> tuple[int, str, list[dict[str, object]]]:
+        args = ("why", "main", *cell, "--root", str(built), "--configfile", "config/small.yaml")
+        text = skilleval_cli(built, *args)
+        data = skilleval_cli(built, *args, "--json")
+        assert "Traceback" not in text.stderr + data.stderr, text.stderr
+        return text.returncode, text.stdout, json.loads(data.stdout)
+
+    code, printed, links = why("s0-gain", "p_Holm")
+    assert code == 0, printed
+    assert [link["what"] for link in links] == [
+        "verdict family", "verdict", "contrast", "run base-S0", "run base-free",
+    ]  # fmt: skip
+    assert {link["status"] for link in links} == {"current"}
+    summaries = {
+        name: json.loads((built / f"results/runs/{name}/summary.json").read_text())
+        for name in ("base-S0", "base-free")
+    }
+    for name, summary in summaries.items():
+        for value in ("fingerprint", "checkpoint_fingerprint", "split_hash", "prompt_hash",
+                      "code_fingerprint"):  # fmt: skip
+            assert summary[value] in printed, (name, value)
+    assert summaries["base-S0"]["bank_hash"] in printed
+    assert "episodes computed: 48" in printed or "episodes reused: 48" in printed
+    with edited(
+        built / "config" / "small.yaml",
+        lambda t: t.replace("n_resamples: 1000", "n_resamples: 2000"),
+    ):
+        code, printed, links = why("s0-gain")
+    states = {link["what"]: (link["status"], link["reasons"]) for link in links}
+    assert code == 1
+    assert states["contrast"] == ("stale", ["statistics.n_resamples 1000 -> 2000"])
+    assert states["run base-S0"] == ("current", [])
+    assert "contrast: results/contrasts/s0-gain.json, stale (statistics.n_resamples" in printed
