@@ -138,8 +138,11 @@ def _same_kind(old: Any, new: Any) -> bool:
     return type(old) is type(new)
 
 
-def explain(reason: str, config: Mapping[str, Any], rule: str = "") -> list[str]:
-    """Snakemake's reason for one job, in the project's words."""
+def explain(
+    reason: str, config: Mapping[str, Any], rule: str = "", outputs: Sequence[str] = ()
+) -> list[str]:
+    """Snakemake's reason for one job, in the project's words. A job with some of its
+    ``outputs`` on disk is stale for what it lacks, not unbuilt."""
     phrases: list[str] = []
     for part in re.split(r";\s*(?=[A-Z])", reason):
         part = part.strip()
@@ -148,7 +151,11 @@ def explain(reason: str, config: Mapping[str, Any], rule: str = "") -> list[str]
             before, now = literals(change["before"]), literals(change["now"])
             phrases += describe_params(before, now, config, rule)
         elif part.startswith("Missing output files"):
-            phrases.append("not built yet (or removed/archived)")
+            missing = [f.strip() for f in part.split(":", 1)[-1].split(",") if f.strip()]
+            if outputs and len(set(missing)) < len(set(outputs)):
+                phrases.append(f"missing output: {', '.join(missing)}")
+            else:
+                phrases.append("not built yet (or removed/archived)")
         elif part.startswith("Input files updated by another job"):
             files = part.split(":", 1)[1].strip()
             phrases.append(f"{REBUILT}{files}")
@@ -206,7 +213,11 @@ def stale_jobs(
     plan = WorkflowPlan(config)
     planned = [j for j in parse_jobs(dry_run(root, configfiles, targets, profile)) if j.outputs]
     parsed = [
-        (j.rule, j.outputs, with_chunks(explain(j.reason, config, j.rule), j.outputs, root))
+        (
+            j.rule,
+            j.outputs,
+            with_chunks(explain(j.reason, config, j.rule, j.outputs), j.outputs, root),
+        )
         for j in planned
     ]
     causes = root_causes(parsed)
