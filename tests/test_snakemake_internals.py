@@ -18,7 +18,7 @@ import pytest
 import snakemake.logging
 import snakemake.scheduling.job_scheduler
 
-from skilleval.progress.handler import AFTER_A_STOP, INTERRUPTED_JOB, SELECTING
+from skilleval.progress.handler import AFTER_A_STOP, BUILD_FAILED, INTERRUPTED_JOB, SELECTING
 from skilleval.workflow.planned import parse_jobs
 
 PROBE = """
@@ -98,8 +98,11 @@ def test_the_messages_the_logger_plugin_recognises_are_snakemakes() -> None:
     assert SELECTING in scheduler, "snakemake/scheduling/job_scheduler.py"
     snakemake_root = Path(snakemake.__file__).parent
     every = "".join(p.read_text() for p in snakemake_root.rglob("*.py"))
-    missing = [m for m in AFTER_A_STOP if m not in every]
-    assert missing == [], f"Snakemake no longer prints {missing}"
+    # What the handler acts on; the lines it only leaves out after a stop (AFTER_A_STOP)
+    # may come and go between releases.
+    for message in (BUILD_FAILED, "No rule to produce", "class InputFunctionException"):
+        assert message in every, f"Snakemake no longer says {message!r}"
+    assert any(m in every for m in AFTER_A_STOP)
     assert "def format_percentage" in source_of(snakemake.logging)
     assert "class ColorizingTextHandler" in source_of(snakemake.logging)
     # What Python's subprocess says of a job a signal stopped (Snakemake quotes it).

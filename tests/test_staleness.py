@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from skilleval.provenance.identity import DIGEST_LENGTH as DIGEST
 from tests.conftest import dry_run_outputs, skilleval_cli, snakemake, unfrozen
 
 pytestmark = pytest.mark.slow
@@ -288,7 +289,8 @@ def test_one_learning_rate_changes_the_identity_of_exactly_three_runs(built: Pat
     }  # fmt: skip
     three = {f"LR-{b}-2" for b in ("livemathematicianbench", "alfworld", "docvqa")}
     assert (
-        set(re.findall(r"ablation run (\S+): evidence identity '[0-9a-f]{16}' -> ", why)) == three
+        set(re.findall(rf"ablation run (\S+): evidence identity '[0-9a-f]{{{DIGEST}}}' -> ", why))
+        == three
     )
     # Only their table cells can change: the job restores every other run unchanged.
     cells = {line.split(":")[0] for line in why.splitlines() if line.startswith("Table ablation_")}

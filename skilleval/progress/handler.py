@@ -59,8 +59,10 @@ AFTER_A_STOP = (
     "Complete log(s):",
     "Elapsed time:",
     "Will exit after finishing currently running jobs",
-    "At least one job did not complete successfully.",
 )
+# Snakemake's last word on a build with a failed job (snakemake/api.py): after a stop, the
+# handler says instead how to resume.
+BUILD_FAILED = "At least one job did not complete successfully."
 
 
 def job_label(rule: str, wildcards: dict[str, Any] | None) -> str:
@@ -214,14 +216,13 @@ class BuildProgressHandler(LogHandlerBase):
             return True
         if not (self._interrupted and not self._failed):
             return False
-        if any(part in message for part in AFTER_A_STOP):
-            if "did not complete successfully" in message:
-                self._say(
-                    f"skilleval: build interrupted, {len(self._interrupted)} job(s) stopped; "
-                    f"what finished is kept. Resume with: {resume_command('paper')}"
-                )
+        if BUILD_FAILED in message:
+            self._say(
+                f"skilleval: build interrupted, {len(self._interrupted)} job(s) stopped; "
+                f"what finished is kept. Resume with: {resume_command('paper')}"
+            )
             return True
-        return False
+        return any(part in message for part in AFTER_A_STOP)
 
     def _say(self, line: str) -> None:
         record = {"msg": line, "levelno": logging.INFO, "levelname": "INFO"}
