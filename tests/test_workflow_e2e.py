@@ -336,10 +336,17 @@ LEVEL_COLUMNS = {"Reward", "r_success", "Coverage", "SE", "SE (intercept fit)", 
                  "Best sel.", "Base", "Best test", "Codex", "Claude"}  # fmt: skip
 
 
+# The tables whose CSVs hold their numbers, one column each (for a reader's pandas).
+DATA_CSVS = {"main", "main_contrasts", "ranking", "ranking_contrasts", "ranking_betas"}
+
+
 def test_every_table_copy_reads_like_the_pdf(built: Path) -> None:
-    """Markdown, CSV and HTML copies of every paper table: the LaTeX's columns, rounding and
-    signs, no nan, integers as integers, one table per CSV, a caption on each."""
+    """CSV copies of every paper table: the LaTeX's columns, rounding and signs, no nan,
+    integers as integers, one table per CSV, a caption on each; a table given as data
+    holds numbers pandas reads as numbers, under its notice, caption and units."""
     import csv
+
+    import pandas as pd
 
     from skilleval.report.latex import plain_text
 
@@ -352,6 +359,11 @@ def test_every_table_copy_reads_like_the_pdf(built: Path) -> None:
         tex = plain_text((tables / f"{table}.tex").read_text())
         lines = path.read_text().splitlines()
         comments = [line for line in lines if line.startswith("# ")]
+        if path.stem in DATA_CSVS:
+            assert len(comments) == 3 and ": " in comments[1], path  # notice, caption, units
+            numbers = pd.read_csv(path, comment="#").select_dtypes("number")
+            assert numbers.shape[1] >= 3, (path, list(numbers))
+            continue
         assert len(comments) == 2 and ": " in comments[1], path  # notice, then the caption
         rows = list(csv.reader(line for line in lines if not line.startswith("# ")))
         header, body = rows[0], rows[1:]

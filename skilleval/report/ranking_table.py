@@ -207,6 +207,18 @@ def render_ranking_table(
     write_table_set(outputs, tex, sections, notice)
 
 
+# The ranking table's CSVs: numbers in columns of their own.
+ARM_DATA = (
+    "arm", "bank", "selection", "split", "n_tasks", "reward", "r_success", "coverage", "free",
+    "delta_vs_free", "ci_low", "ci_high", "confidence", "p_holm", "verdict", "note",
+)  # fmt: skip
+ARM_UNITS = (
+    "reward, r_success: mean per task, in [0, 1]; delta_vs_free: mean task-aligned "
+    "difference of reward against the free run, ci_low, ci_high its paired bootstrap "
+    "interval; p_holm: Holm-adjusted over the table's causal verdicts"
+)
+
+
 def ranking_sections(
     arm_cells: Sequence[Mapping[str, str]],
     frame: pd.DataFrame,
@@ -225,6 +237,10 @@ def ranking_sections(
             ("label", "reward", "r_success", "estimate", "ci", "verdict", "p_holm"),
             frame["note"],
         ),
+        data=frame.reindex(columns=list(ARM_DATA)).assign(
+            p_holm=lambda f: pd.to_numeric(f["p_holm"])
+        ),
+        units=ARM_UNITS,
     )
     betas_section = Section(
         "Chunk betas",
@@ -232,6 +248,9 @@ def ranking_sections(
         BETA_HEADER,
         [[c["chunk"] + c["mark"], *(c[k] for k in BETA_KEYS)] for c in chunk_cells(chunks)],
         table=1,
+        data=chunks,
+        units="beta, se: effect on reward of the chunk and its task-clustered standard error, "
+        "under the memo's model (no intercept) and the fit with an intercept",
     )
     sections = [
         arms_section,
