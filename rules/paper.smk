@@ -125,6 +125,10 @@ rule report_front:
         figure=paths.figure("contrasts", "png"),
         figure_caption="report/forest_plot.rst",
         notice=paths.PAPER_NOTICE_TEXT,
+        # the records each row links to
+        verdicts=expand(paths.VERDICT, contrast=MAIN_CONTRASTS),
+        contrasts=expand(paths.CONTRAST, contrast=MAIN_CONTRASTS),
+        summaries=expand(paths.RUN_SUMMARY, run=MAIN_RUNS),
     output:
         html=report(
             paths.REPORT_FRONT,
@@ -137,6 +141,8 @@ rule report_front:
         "../envs/skilleval.yaml"
     params:
         code=code("report_front.py"),
+        contrasts=MAIN_CONTRASTS,
+        runs=MAIN_RUNS,
     script:
         "../scripts/report_front.py"
 

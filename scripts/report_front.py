@@ -11,4 +11,5 @@ with logged(snakemake.log[0], snakemake):
         snakemake.input.figure_caption,
         Path(snakemake.input.notice).read_text().strip(),
         snakemake.output.html,
+        (snakemake.params.contrasts, snakemake.params.runs),
     )

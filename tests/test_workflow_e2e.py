@@ -446,3 +446,33 @@ def test_every_paper_figure_labels_its_axes(
         if not (ax.get_xlabel() and ax.get_ylabel())
     ]
     assert unlabelled == []
+
+
+def test_the_report_links_each_main_table_row_to_the_records_behind_it(built: Path) -> None:
+    from html.parser import HTMLParser
+
+    front = (built / "results" / "report" / "front.html").read_text()
+
+    class Links(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.hrefs: list[str] = []
+            self.ids: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            values = dict(attrs)
+            if tag == "a" and values.get("href", "").startswith("#"):  # type: ignore[union-attr]
+                self.hrefs.append(str(values["href"])[1:])
+            if tag == "details":
+                self.ids.append(str(values["id"]))
+
+    parsed = Links()
+    parsed.feed(front)
+    rows = [*CONTRASTS, "base-free", "base-S0", "final-free", "final-ST"]
+    assert sorted(parsed.hrefs) == sorted(f"why-{r}" for r in rows) == sorted(parsed.ids)
+    for run in ("base-free", "final-ST"):
+        summary = json.loads((built / f"results/runs/{run}/summary.json").read_text())
+        block = front[front.index(f'<details id="why-{run}">') :]
+        block = block[: block.index("</details>")]
+        for key in ("fingerprint", "checkpoint_fingerprint", "split_hash", "code_fingerprint"):
+            assert summary[key] in block, (run, key)

@@ -13,41 +13,25 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, get_args
 
 from skilleval import paths
 from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
+from skilleval.report.chains import Link, contrast_links, read_chain, run_link
 from skilleval.workflow.plan import Table, WorkflowPlan
 from skilleval.workflow.stale import stale_jobs
 
 TABLES = tuple(t for t in get_args(Table) if t != "extra")
-# The columns of a contrast row, and which records decide each.
+# The columns of a contrast row.
 CONTRAST_COLUMNS = ("estimate", "ci", "verdict", "p_holm")
-RECORD_FACTS = {
-    "verdict": ("verdict", "estimate", "ci_low", "ci_high", "confidence", "p_value", "reason"),
-    "contrast": (
-        "metric", "estimate", "ci_low", "ci_high", "method", "n_pairs", "n_resamples", "seed",
-        "control_fingerprint", "treatment_fingerprint",
-    ),
-}  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Link:
-    """One record behind the number: what it is, where, what it says and holds."""
-
-    what: str
-    path: str
-    facts: dict[str, Any]
-    built: dict[str, Any] = field(default_factory=dict)
-    status: str = "current"
-    reasons: list[str] = field(default_factory=list)
-
-
-def chain(plan: WorkflowPlan, table: str, row: str, column: str | None) -> list[tuple[str, str]]:
+def chain(
+    plan: WorkflowPlan, root: Path, table: str, row: str, column: str | None
+) -> list[tuple[str, str]]:
     """(what, path) of every record behind ``row`` of ``table`` (and its ``column``)."""
     if table not in TABLES:
         raise SkillevalError(unknown_name("table", table, TABLES, "the paper"))
@@ -56,41 +40,13 @@ def chain(plan: WorkflowPlan, table: str, row: str, column: str | None) -> list[
     if row in contrasts:
         if column is not None and column.lower() not in CONTRAST_COLUMNS:
             raise SkillevalError(unknown_name("column", column, CONTRAST_COLUMNS, "a contrast row"))
-        contrast = plan.contrasts[row]
-        links = [
-            ("verdict", paths.fill(paths.VERDICT, contrast=row)),
-            ("contrast", paths.fill(paths.CONTRAST, contrast=row)),
-            (f"run {contrast.treatment}", paths.fill(paths.RUN_SUMMARY, run=contrast.treatment)),
-            (f"run {contrast.control}", paths.fill(paths.RUN_SUMMARY, run=contrast.control)),
-        ]
+        links = contrast_links(root, row)
         if column is not None and column.lower() == "p_holm":
             links.insert(0, ("verdict family", paths.fill(paths.VERDICT_FAMILY, table=table)))
         return links
     if row in runs:
-        return [(f"run {row}", paths.fill(paths.RUN_SUMMARY, run=row))]
+        return [run_link(row)]
     raise SkillevalError(unknown_name("row", row, [*contrasts, *runs], f"table {table}"))
-
-
-def facts(what: str, record: dict[str, Any], row: str) -> dict[str, Any]:
-    """What a reader needs of one record to trust the number above it."""
-    if what == "verdict family":
-        member = next((m for m in record["members"] if m["name"] == row), None)
-        return {"method": record["method"], "p_holm": member and member["p_holm"]}
-    if what in RECORD_FACTS:
-        return {k: record.get(k) for k in RECORD_FACTS[what]}
-    execution = record.get("provenance", {}).get("execution", {})
-    return {
-        "identity": record["fingerprint"],
-        "protocol": f"{record['protocol']}@{record['protocol_fingerprint'][:12]}",
-        "checkpoint": f"{record['checkpoint_id']} ({record['checkpoint_fingerprint']})",
-        "bank": f"{record['bank']} ({record['bank_hash']})" if record["bank"] else "none",
-        "split": f"{record['split']} ({record['split_hash']})",
-        "prompt": f"{record['prompt_files']} ({record['prompt_hash']})",
-        "code": record["code_fingerprint"],
-        "tasks": record["n_tasks"],
-        "episodes computed": execution.get("ran"),
-        "episodes reused": execution.get("reused_from_journal"),
-    }
 
 
 def why(
@@ -102,23 +58,21 @@ def why(
     column: str | None = None,
     profile: str | None = None,
 ) -> list[Link]:
-    """The chain behind a cell, each link with its state now."""
-    links = chain(WorkflowPlan(config), table, row, column)
-    present = [path for _, path in links if (root / path).is_file()]
+    """The chain behind a cell, each link current, stale (with the reason) or missing."""
+    links = read_chain(root, chain(WorkflowPlan(config), root, table, row, column), row)
+    present = [link.path for link in links if link.status != "missing"]
     planned = {o: job for job in stale_jobs(config, root, configfiles, present, profile)
                for o in job.outputs} if present else {}  # fmt: skip
-    found = []
-    for what, path in links:
-        if not (root / path).is_file():
-            found.append(Link(what, path, {}, status="missing", reasons=["not built yet"]))
-            continue
-        record = json.loads((root / path).read_text())
-        provenance = record.get("provenance", {})
-        built = {"at": provenance.get("created_at"), **provenance.get("git", {})}
-        job = planned.get(path)
-        state = ("stale", list(job.reasons)) if job else ("current", [])
-        found.append(Link(what, path, facts(what, record, row), built, *state))
-    return found
+    return [
+        link
+        if link.status == "missing"
+        else replace(
+            link,
+            status="stale" if link.path in planned else "current",
+            reasons=list(planned[link.path].reasons) if link.path in planned else [],
+        )
+        for link in links
+    ]
 
 
 def report(table: str, row: str, column: str | None, links: Sequence[Link]) -> str:

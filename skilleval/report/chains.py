@@ -1,0 +1,111 @@
+"""The records behind a number of a table, read from the records themselves.
+
+A contrast's number comes from its verdict, its contrast record and its two runs (whose
+names the contrast record holds); a run's from its summary. Each link says what a reader
+needs to trust the number: a run's evidence identity (provenance.identity) in full, when
+and from which commit each record was built, episodes computed and reused. The report's
+front page shows these chains as built; `skilleval why` adds whether each is current now.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skilleval import paths
+
+RECORD_FACTS = {
+    "verdict": ("verdict", "estimate", "ci_low", "ci_high", "confidence", "p_value", "reason"),
+    "contrast": (
+        "metric", "estimate", "ci_low", "ci_high", "method", "n_pairs", "n_resamples", "seed",
+        "control_fingerprint", "treatment_fingerprint",
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Link:
+    """One record behind the number: what it is, where, what it says and holds."""
+
+    what: str
+    path: str
+    facts: dict[str, Any]
+    built: dict[str, Any] = field(default_factory=dict)
+    status: str = "as built"
+    reasons: list[str] = field(default_factory=list)
+
+
+def contrast_links(root: Path, contrast: str) -> list[tuple[str, str]]:
+    """(what, path) of the records behind a contrast: its verdict, its record, its runs."""
+    links = [
+        ("verdict", paths.fill(paths.VERDICT, contrast=contrast)),
+        ("contrast", paths.fill(paths.CONTRAST, contrast=contrast)),
+    ]
+    record = root / links[1][1]
+    if record.is_file():
+        data = json.loads(record.read_text())
+        links += [run_link(data["treatment"]), run_link(data["control"])]
+    return links
+
+
+def run_link(run: str) -> tuple[str, str]:
+    return (f"run {run}", paths.fill(paths.RUN_SUMMARY, run=run))
+
+
+def facts(what: str, record: dict[str, Any], row: str) -> dict[str, Any]:
+    """What a reader needs of one record to trust the number above it."""
+    if what == "verdict family":
+        member = next((m for m in record["members"] if m["name"] == row), None)
+        return {"method": record["method"], "p_holm": member and member["p_holm"]}
+    if what in RECORD_FACTS:
+        return {k: record.get(k) for k in RECORD_FACTS[what]}
+    execution = record.get("provenance", {}).get("execution", {})
+    return {
+        "identity": record["fingerprint"],
+        "protocol": f"{record['protocol']}@{record['protocol_fingerprint'][:12]}",
+        "checkpoint": f"{record['checkpoint_id']} ({record['checkpoint_fingerprint']})",
+        "bank": f"{record['bank']} ({record['bank_hash']})" if record["bank"] else "none",
+        "split": f"{record['split']} ({record['split_hash']})",
+        "prompt": f"{record['prompt_files']} ({record['prompt_hash']})",
+        "code": record["code_fingerprint"],
+        "tasks": record["n_tasks"],
+        "episodes computed": execution.get("ran"),
+        "episodes reused": execution.get("reused_from_journal"),
+    }
+
+
+def read_chain(root: Path, links: list[tuple[str, str]], row: str) -> list[Link]:
+    """Each link read from its record as built; a link whose record is absent is missing."""
+    found = []
+    for what, path in links:
+        if not (root / path).is_file():
+            found.append(Link(what, path, {}, status="missing", reasons=["not built yet"]))
+            continue
+        record = json.loads((root / path).read_text())
+        provenance = record.get("provenance", {})
+        built = {"at": provenance.get("created_at"), **provenance.get("git", {})}
+        found.append(Link(what, path, facts(what, record, row), built))
+    return found
+
+
+def chain_html(anchor: str, title: str, links: list[Link]) -> str:
+    """A chain as a closed <details> block the table's row links to."""
+    items = []
+    for link in links:
+        rows = "".join(
+            f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in link.facts.items()
+        )
+        when, commit = link.built.get("at"), link.built.get("commit") or "no git checkout"
+        built = f"<br>built {html.escape(str(when))} from {html.escape(commit)}" if when else ""
+        items.append(
+            f"<li><b>{html.escape(link.what)}</b>: <code>{html.escape(link.path)}</code>"
+            f"{built}<table>{rows}</table></li>"
+        )
+    return (
+        f'<details id="{html.escape(anchor)}"><summary>{html.escape(title)}</summary>'
+        f"<ul>{''.join(items)}</ul></details>"
+    )
