@@ -8,7 +8,11 @@ from skilleval.config.loading import config_sources
 from skilleval.errors import ConfigError
 from skilleval.logs import record_build_command, record_rule_targets
 from skilleval.serving.gpu import job_environment
-from skilleval.workflow.snakemake_internals import config_files, rule_targets, targets_rule
+from skilleval.workflow.snakemake_internals import (
+    config_files,
+    rule_targets,
+    targets_rule,
+)
 
 min_version("9.17.0")
 

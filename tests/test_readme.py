@@ -141,7 +141,7 @@ def test_the_report_opens_on_the_main_table_and_forest_plot(
     assert "Table 1: the main table" in description and "Figure 1: the contrasts" in description
     assert "data:image/png;base64," in description
     for contrast in ("s0-gain", "internalisation", "upper-bound"):
-        assert f"<td>{contrast}</td>" in description
+        assert f'<td><a href="#why-{contrast}">{contrast}</a></td>' in description
     assert "Simulated evidence" in description
 
 

@@ -55,14 +55,19 @@ def run_link(run: str) -> tuple[str, str]:
     return (f"run {run}", paths.fill(paths.RUN_SUMMARY, run=run))
 
 
-def facts(what: str, record: dict[str, Any], row: str) -> dict[str, Any]:
-    """What a reader needs of one record to trust the number above it."""
+def facts(what: str, record: dict[str, Any], row: str, how: bool = True) -> dict[str, Any]:
+    """What a reader needs of one record to trust the number above it; ``how``: also how
+    the build went (episodes computed and reused), which differs build to build."""
     if what == "verdict family":
         member = next((m for m in record["members"] if m["name"] == row), None)
         return {"method": record["method"], "p_holm": member and member["p_holm"]}
     if what in RECORD_FACTS:
         return {k: record.get(k) for k in RECORD_FACTS[what]}
     execution = record.get("provenance", {}).get("execution", {})
+    built = {
+        "episodes computed": execution.get("ran"),
+        "episodes reused": execution.get("reused_from_journal"),
+    }
     return {
         "identity": record["fingerprint"],
         "protocol": f"{record['protocol']}@{record['protocol_fingerprint'][:12]}",
@@ -72,13 +77,13 @@ def facts(what: str, record: dict[str, Any], row: str) -> dict[str, Any]:
         "prompt": f"{record['prompt_files']} ({record['prompt_hash']})",
         "code": record["code_fingerprint"],
         "tasks": record["n_tasks"],
-        "episodes computed": execution.get("ran"),
-        "episodes reused": execution.get("reused_from_journal"),
+        **(built if how else {}),
     }
 
 
-def read_chain(root: Path, links: list[tuple[str, str]], row: str) -> list[Link]:
-    """Each link read from its record as built; a link whose record is absent is missing."""
+def read_chain(root: Path, links: list[tuple[str, str]], row: str, how: bool = True) -> list[Link]:
+    """Each link read from its record as built; a link whose record is absent is missing.
+    ``how``: with how each was built (see facts)."""
     found = []
     for what, path in links:
         if not (root / path).is_file():
@@ -87,23 +92,23 @@ def read_chain(root: Path, links: list[tuple[str, str]], row: str) -> list[Link]
         record = json.loads((root / path).read_text())
         provenance = record.get("provenance", {})
         built = {"at": provenance.get("created_at"), **provenance.get("git", {})}
-        found.append(Link(what, path, facts(what, record, row), built))
+        found.append(Link(what, path, facts(what, record, row, how), built))
     return found
 
 
 def chain_html(anchor: str, title: str, links: list[Link]) -> str:
-    """A chain as a closed <details> block the table's row links to."""
+    """A chain as a closed <details> block the table's row links to: what each record
+    holds, not when it was built (provenance, which `skilleval why` prints), so two builds
+    of the same evidence write the same page."""
     items = []
     for link in links:
         rows = "".join(
             f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
             for k, v in link.facts.items()
         )
-        when, commit = link.built.get("at"), link.built.get("commit") or "no git checkout"
-        built = f"<br>built {html.escape(str(when))} from {html.escape(commit)}" if when else ""
         items.append(
             f"<li><b>{html.escape(link.what)}</b>: <code>{html.escape(link.path)}</code>"
-            f"{built}<table>{rows}</table></li>"
+            f"<table>{rows}</table></li>"
         )
     return (
         f'<details id="{html.escape(anchor)}"><summary>{html.escape(title)}</summary>'

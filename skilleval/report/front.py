@@ -55,17 +55,19 @@ def anchor(name: str) -> str:
 
 
 def chains_html(root: Path, contrasts: Sequence[str], runs: Sequence[str]) -> str:
-    """Every row's chain as built (skilleval why says whether each is current now)."""
+    """Every row's chain as built, the same for any build of the same evidence (skilleval
+    why adds when and how each was built, and whether it is current now)."""
     blocks = [
         chain_html(
             anchor(c),
             f"{c}: verdict, contrast and runs",
-            read_chain(root, contrast_links(root, c), c),
+            read_chain(root, contrast_links(root, c), c, how=False),
         )
         for c in contrasts
     ]
     blocks += [
-        chain_html(anchor(r), f"{r}: run summary", read_chain(root, [run_link(r)], r)) for r in runs
+        chain_html(anchor(r), f"{r}: run summary", read_chain(root, [run_link(r)], r, how=False))
+        for r in runs
     ]
     return "<h3>Where each number comes from</h3>" + "".join(blocks)
 
