@@ -2,6 +2,7 @@
 
 MAIN_RUNS = PLAN.main_runs
 MAIN_CONTRASTS = PLAN.contrasts_for("main")
+FRONT_ROWS = PLAN.front_rows()
 RANKING_ARMS = [arm.run for arm in PLAN.paper_arms]
 # The contrasts each table shows: each table's causal verdicts are one family (Holm), so
 # neither table waits for the other's runs.
@@ -122,13 +123,18 @@ rule report_front:
     input:
         table=paths.table("main", "html"),
         table_caption="report/main_table.rst",
+        ranking=paths.table("ranking", "html"),
+        ranking_caption="report/ranking_table.rst",
         figure=paths.figure("contrasts", "png"),
         figure_caption="report/forest_plot.rst",
         notice=paths.PAPER_NOTICE_TEXT,
         # the records each row links to
-        verdicts=expand(paths.VERDICT, contrast=MAIN_CONTRASTS),
-        contrasts=expand(paths.CONTRAST, contrast=MAIN_CONTRASTS),
-        summaries=expand(paths.RUN_SUMMARY, run=MAIN_RUNS),
+        verdicts=expand(paths.VERDICT, contrast=FRONT_ROWS["contrasts"]),
+        contrasts=expand(paths.CONTRAST, contrast=FRONT_ROWS["contrasts"]),
+        summaries=expand(
+            paths.RUN_SUMMARY,
+            run=sorted({r for pair in FRONT_ROWS["contrasts"].values() for r in pair}),
+        ),
     output:
         html=report(
             paths.REPORT_FRONT,
@@ -141,8 +147,7 @@ rule report_front:
         "../envs/skilleval.yaml"
     params:
         code=code("report_front.py"),
-        contrasts=MAIN_CONTRASTS,
-        runs=MAIN_RUNS,
+        rows=FRONT_ROWS,
     script:
         "../scripts/report_front.py"
 

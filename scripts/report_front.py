@@ -1,15 +1,16 @@
 from pathlib import Path
 
 from skilleval.logs import logged
-from skilleval.report.front import write_front_page
+from skilleval.report.front import FrontRows, write_front_page
 
 with logged(snakemake.log[0], snakemake):
     write_front_page(
-        snakemake.input.table,
-        snakemake.input.table_caption,
-        snakemake.input.figure,
-        snakemake.input.figure_caption,
+        {
+            "main": (snakemake.input.table, snakemake.input.table_caption),
+            "ranking": (snakemake.input.ranking, snakemake.input.ranking_caption),
+        },
+        (snakemake.input.figure, snakemake.input.figure_caption),
         Path(snakemake.input.notice).read_text().strip(),
         snakemake.output.html,
-        (snakemake.params.contrasts, snakemake.params.runs),
+        FrontRows(**snakemake.params.rows),
     )

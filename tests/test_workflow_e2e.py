@@ -449,7 +449,9 @@ def test_every_paper_figure_labels_its_axes(
     assert unlabelled == []
 
 
-def test_the_report_links_each_main_table_row_to_the_records_behind_it(built: Path) -> None:
+def test_the_report_links_each_main_and_ranking_row_to_the_records_behind_it(
+    built: Path,
+) -> None:
     from html.parser import HTMLParser
 
     front = (built / "results" / "report" / "front.html").read_text()
@@ -470,7 +472,15 @@ def test_the_report_links_each_main_table_row_to_the_records_behind_it(built: Pa
     parsed = Links()
     parsed.feed(front)
     rows = [*CONTRASTS, "base-free", "base-S0", "final-free", "final-ST"]
-    assert sorted(parsed.hrefs) == sorted(f"why-{r}" for r in rows) == sorted(parsed.ids)
+    ranking = [
+        "rank-top-vs-free", "rank-random-vs-free", "rank-bottom-vs-free",
+        "rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom",
+    ]  # fmt: skip
+    assert sorted(parsed.hrefs) == sorted(f"why-{r}" for r in [*rows, *ranking])
+    assert sorted(parsed.ids) == sorted(parsed.hrefs)
+    assert '<td><a href="#why-rank-top-vs-free">Top-4</a></td>' in front
+    top = front[front.index('<details id="why-rank-top-vs-free">') :]
+    assert "results/runs/rank-top-4/summary.json" in top[: top.index("</details>")]
     for run in ("base-free", "final-ST"):
         summary = json.loads((built / f"results/runs/{run}/summary.json").read_text())
         block = front[front.index(f'<details id="why-{run}">') :]

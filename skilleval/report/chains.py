@@ -38,17 +38,15 @@ class Link:
     reasons: list[str] = field(default_factory=list)
 
 
-def contrast_links(root: Path, contrast: str) -> list[tuple[str, str]]:
-    """(what, path) of the records behind a contrast: its verdict, its record, its runs."""
-    links = [
+def contrast_links(contrast: str, treatment: str, control: str) -> list[tuple[str, str]]:
+    """(what, path) of the records behind a contrast: its verdict, its record, its runs
+    (named by the plan, so an unbuilt contrast still names them)."""
+    return [
         ("verdict", paths.fill(paths.VERDICT, contrast=contrast)),
         ("contrast", paths.fill(paths.CONTRAST, contrast=contrast)),
+        run_link(treatment),
+        run_link(control),
     ]
-    record = root / links[1][1]
-    if record.is_file():
-        data = json.loads(record.read_text())
-        links += [run_link(data["treatment"]), run_link(data["control"])]
-    return links
 
 
 def run_link(run: str) -> tuple[str, str]:

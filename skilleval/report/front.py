@@ -7,7 +7,8 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from skilleval.report.chains import chain_html, contrast_links, read_chain, run_link
@@ -34,18 +35,19 @@ FRONT_STYLE = """<style>
 
 
 def compact_main_table(table_html: str) -> str:
-    """The main table's HTML copy (report.writer) without its notice and long captions: the
-    page shows the notice once and the short caption of report/main_table.rst."""
+    """A table's HTML copy (report.writer) without its notice and long captions: the page
+    shows the notice once and the table's short caption from report/."""
     text = Path(table_html).read_text()
     text = re.sub(r'<p class="notice">.*?</p>', "", text, flags=re.DOTALL)
     return re.sub(r"<caption>.*?</caption>", "", text, flags=re.DOTALL)
 
 
-def linked_rows(table_html: str, names: Sequence[str]) -> str:
-    """The table with each named row's first cell linking to that row's chain."""
-    for name in names:
-        cell = f"<tr><td>{html.escape(name)}"
-        linked = f'<tr><td><a href="#{anchor(name)}">{html.escape(name)}</a>'
+def linked_rows(table_html: str, links: Mapping[str, str]) -> str:
+    """The table with each row whose first cell is a key of ``links`` linking to the chain
+    that key names (a ranking arm's label links to its contrast against the free run)."""
+    for cell_text, name in links.items():
+        cell = f"<tr><td>{html.escape(cell_text)}"
+        linked = f'<tr><td><a href="#{anchor(name)}">{html.escape(cell_text)}</a>'
         table_html = re.sub(re.escape(cell) + r"(?=[<\s†])", linked, table_html, count=1)
     return table_html
 
@@ -54,16 +56,17 @@ def anchor(name: str) -> str:
     return f"why-{name}"
 
 
-def chains_html(root: Path, contrasts: Sequence[str], runs: Sequence[str]) -> str:
-    """Every row's chain as built, the same for any build of the same evidence (skilleval
-    why adds when and how each was built, and whether it is current now)."""
+def chains_html(root: Path, contrasts: Mapping[str, tuple[str, str]], runs: Sequence[str]) -> str:
+    """Every linked row's chain as built, the same for any build of the same evidence
+    (skilleval why adds when and how each was built, and whether it is current now).
+    ``contrasts``: each contrast's (treatment, control) runs."""
     blocks = [
         chain_html(
             anchor(c),
             f"{c}: verdict, contrast and runs",
-            read_chain(root, contrast_links(root, c), c, how=False),
+            read_chain(root, contrast_links(c, *pair), c, how=False),
         )
-        for c in contrasts
+        for c, pair in contrasts.items()
     ]
     blocks += [
         chain_html(anchor(r), f"{r}: run summary", read_chain(root, [run_link(r)], r, how=False))
@@ -79,7 +82,9 @@ def front_page(
     figure_caption: str,
     notice: str,
     chains: str = "",
+    ranking: tuple[str, str] = ("", ""),
 ) -> str:
+    """``ranking``: the ranking table's HTML and caption, shown under the panels."""
     figure = base64.b64encode(figure_png).decode("ascii")
     parts = [FRONT_STYLE, '<div class="skilleval-front">']
     if notice:
@@ -94,31 +99,48 @@ def front_page(
         f'<img alt="forest plot of the contrasts" src="data:image/png;base64,{figure}">',
         f"<p>{html.escape(figure_caption)}</p>",
         "</div></div>",
-        chains,
-        "</div>",
     ]
+    if ranking[0]:
+        parts += ["<h2>Table 2: the ranking</h2>", f"<p>{html.escape(ranking[1])}</p>", ranking[0]]
+    parts += [chains, "</div>"]
     return "\n".join(parts) + "\n"
 
 
+@dataclass(frozen=True)
+class FrontRows:
+    """The rows of the front page's tables that link to the records behind them: a row's
+    first cell to its chain's name, and each chain's runs."""
+
+    main: dict[str, str]
+    ranking: dict[str, str]
+    contrasts: dict[str, tuple[str, str]]  # contrast -> (treatment, control)
+    runs: list[str]
+
+
 def write_front_page(
-    table_html: str,
-    table_caption: str,
-    figure_png: str,
-    figure_caption: str,
+    tables: Mapping[str, tuple[str, str]],
+    figure: tuple[str, str],
     notice: str,
     output: str,
-    rows: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    rows: FrontRows,
 ) -> None:
-    """``rows``: the table's contrasts and runs, each linked to the records behind it."""
-    contrasts, runs = rows
+    """``tables``: the main and ranking tables' HTML copies and caption files; ``figure``:
+    the forest plot's PNG and caption file."""
+
+    def caption(path: str) -> str:
+        return " ".join(Path(path).read_text().split())
+
+    main_html, main_caption = tables["main"]
+    ranking_html, ranking_caption = tables["ranking"]
     atomic.write_text(
         output,
         front_page(
-            linked_rows(compact_main_table(table_html), [*contrasts, *runs]),
-            " ".join(Path(table_caption).read_text().split()),
-            Path(figure_png).read_bytes(),
-            " ".join(Path(figure_caption).read_text().split()),
+            linked_rows(compact_main_table(main_html), rows.main),
+            caption(main_caption),
+            Path(figure[0]).read_bytes(),
+            caption(figure[1]),
             notice,
-            chains_html(Path("."), contrasts, runs),
+            chains_html(Path("."), rows.contrasts, rows.runs),
+            (linked_rows(compact_main_table(ranking_html), rows.ranking), caption(ranking_caption)),
         ),
     )

@@ -294,6 +294,23 @@ class WorkflowPlan:
         random = [f"rank-random{'' if s == seeds[0] else f'-{s}'}-vs-free" for s in seeds]
         return ["rank-top-vs-free", *random, "rank-bottom-vs-free"]
 
+    def front_rows(self) -> dict[str, Any]:
+        """The report front page's linked rows (report.front.FrontRows): the main table's
+        contrasts and runs by name, the ranking arms by label to their contrast against
+        free, the pairwise contrasts by name; and the runs of each contrast linked."""
+        arms = zip(self.paper_arms, self.ranking_vs_free(), strict=True)
+        ranking = {arm.label: contrast for arm, contrast in arms}
+        ranking |= {c: c for c in RANKING_PAIRWISE}
+        main = {n: n for n in [*self.contrasts_for("main"), *self.main_runs]}
+        linked = [*self.contrasts_for("main"), *ranking.values()]
+        return {
+            "main": main,
+            "ranking": ranking,
+            "contrasts": {c: (self.contrasts[c].treatment, self.contrasts[c].control)
+                          for c in linked},
+            "runs": self.main_runs,
+        }  # fmt: skip
+
     # resolving a run ---------------------------------------------------------
 
     def run_inputs(self, plan: RunPlan) -> RunInputs:

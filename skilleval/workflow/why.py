@@ -40,7 +40,8 @@ def chain(
     if row in contrasts:
         if column is not None and column.lower() not in CONTRAST_COLUMNS:
             raise SkillevalError(unknown_name("column", column, CONTRAST_COLUMNS, "a contrast row"))
-        links = contrast_links(root, row)
+        plan_row = plan.contrasts[row]
+        links = contrast_links(row, plan_row.treatment, plan_row.control)
         if column is not None and column.lower() == "p_holm":
             links.insert(0, ("verdict family", paths.fill(paths.VERDICT_FAMILY, table=table)))
         return links
