@@ -105,7 +105,7 @@ def main(latency: float) -> None:
         )
         try:
             wait_healthy(
-                f"http://127.0.0.1:{model_port}/v1", "bench", 60, lambda: server.poll() is None
+                f"http://127.0.0.1:{model_port}/v1", "bench", 60, lambda: server.poll() is None, {}
             )
             model_url, env_url = f"http://127.0.0.1:{model_port}/v1", f"http://127.0.0.1:{env_port}"
             config = yaml.safe_load(Path("config/config.yaml").read_text())

@@ -114,6 +114,44 @@ def test_missing_api_key_is_a_clear_error(small_world: Path, servers, tmp_path: 
         evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j"))
 
 
+def test_a_keyed_server_is_checked_with_the_protocols_key_and_never_recorded(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sglang 0.5.23 with --api-key guards /model_info, /server_info and /v1/models too."""
+    secret = "sk-lab-0c5e9a7d3b1f"
+    weights = small_world / "checkpoints" / "base" / "model.safetensors"
+    keyed = start_servers(
+        str(weights), str(small_world), 20260830, server_args={**AS_LAUNCHED, "api_key": secret}
+    )
+    try:
+        monkeypatch.setenv("SKILLEVAL_LAB_KEY", secret)
+        inputs = http_inputs(
+            small_world, keyed.model_url, keyed.env_url, api_key_env="SKILLEVAL_LAB_KEY"
+        )
+        summary = evaluate(
+            inputs, str(tmp_path / "ok" / "r"), str(tmp_path / "ok" / "s"), str(tmp_path / "j")
+        )
+        assert summary["coverage"] == 1.0 and summary["service"]["unchanged"]
+        launched = summary["service"]["start"]["server"]["launch_command"]
+        assert "--api-key <hidden>" in launched
+        for path in tmp_path.rglob("*"):
+            assert not path.is_file() or secret not in path.read_text(errors="ignore"), path
+        monkeypatch.setenv("SKILLEVAL_LAB_KEY", "sk-wrong")
+        with pytest.raises(ServiceError) as wrong:
+            evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j2"))
+        assert "answered HTTP 401: the API key is missing or wrong" in str(wrong.value)
+        assert "$SKILLEVAL_LAB_KEY (model_server.api_key_env)" in str(wrong.value)
+        with pytest.raises(ServiceError, match=r"sends no key \(model_server.api_key_env: null"):
+            evaluate(
+                http_inputs(small_world, keyed.model_url, keyed.env_url, api_key_env=None),
+                str(tmp_path / "r"),
+                str(tmp_path / "s"),
+                str(tmp_path / "j3"),
+            )
+    finally:
+        keyed.shutdown()
+
+
 def test_wrong_parser_on_the_server_is_refused(small_world: Path, tmp_path: Path) -> None:
     weights = small_world / "checkpoints" / "base" / "model.safetensors"
     wrong = start_servers(

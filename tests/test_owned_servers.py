@@ -30,7 +30,15 @@ from skilleval.runs.inputs import RunInputs
 from skilleval.serving.gpu import SCHEDULER_CARDS_VARIABLE, gpu_lease, job_environment, job_lease
 from skilleval.serving.launcher import owned_server, wait_healthy
 from skilleval.serving.owners import process_start
-from skilleval.serving.processes import PORT_STRIDE, port_lease, read_labels
+from skilleval.serving.processes import (
+    PORT_SLOTS,
+    PORT_STRIDE,
+    SGLANG_PORT_OFFSETS,
+    port_lease,
+    port_stride,
+    read_labels,
+    sglang_ports,
+)
 from skilleval.world.server import start_servers
 from tests.conftest import REPO, stand_in_server
 from tests.test_http_path import free_port, http_inputs
@@ -155,7 +163,7 @@ def test_a_health_check_answered_by_another_server_is_refused(small_world: Path)
     other = start_servers(str(weights), str(small_world), seed=1)
     try:
         with pytest.raises(ServiceError, match="another process holds the port"):
-            wait_healthy(other.model_url, "skilleval/base-S0/gpu1/port1/pid1", 10, lambda: True)
+            wait_healthy(other.model_url, "skilleval/base-S0/gpu1/port1/pid1", 10, lambda: True, {})
     finally:
         other.shutdown()
 
@@ -169,6 +177,20 @@ def test_a_port_in_use_is_skipped(lock_dir: Path) -> None:
         busy.listen()
         with port_lease(base, lock_dir) as first, port_lease(base, lock_dir) as second:
             assert (first, second) == (base + PORT_STRIDE, base + 2 * PORT_STRIDE)
+
+
+def test_no_two_servers_ports_ever_meet() -> None:
+    """sglang derives ports from its HTTP port; the stride keeps every slot's apart."""
+    base = 30000
+    ports = [sglang_ports(base + slot * PORT_STRIDE) for slot in range(PORT_SLOTS)]
+    for i, mine in enumerate(ports):
+        for theirs in ports[i + 1 :]:
+            assert not mine & theirs
+    assert sglang_ports(base) >= {base + 233, base + 239, base + 13}
+    # the stride is the least that works: one less lets two servers meet
+    shorter = [sglang_ports(base + slot * (PORT_STRIDE - 1)) for slot in range(PORT_SLOTS)]
+    assert any(a & b for i, a in enumerate(shorter) for b in shorter[i + 1 :])
+    assert port_stride((0, 5), 6) == 2 and port_stride(SGLANG_PORT_OFFSETS, 2) == 7
 
 
 CHILD = """

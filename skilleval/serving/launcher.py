@@ -39,7 +39,7 @@ from skilleval.serving.containers import (
     running_container,
 )
 from skilleval.serving.gpu import cards_for, job_lease, lock_directory, shared_directory
-from skilleval.serving.http import JsonClient
+from skilleval.serving.http import JsonClient, api_key
 from skilleval.serving.processes import (
     ServerLabel,
     port_lease,
@@ -99,9 +99,12 @@ def sglang_arguments(weights: str, server: Mapping[str, Any], port: int, name: s
     ]
 
 
-def wait_healthy(base_url: str, name: str, timeout_s: float, alive: Any) -> None:
+def wait_healthy(
+    base_url: str, name: str, timeout_s: float, alive: Any, headers: dict[str, str]
+) -> None:
     """Wait for /health, then make sure the server that answered is this job's: its
-    /v1/models must list the name this job gave it (sglang's served model name)."""
+    /v1/models must list the name this job gave it (sglang's served model name).
+    ``headers``: the protocol's key, which a server started with --api-key wants there."""
     root = server_root(base_url)
     client = JsonClient(root, 5.0, connections=1)
     deadline = time.monotonic() + timeout_s
@@ -116,7 +119,7 @@ def wait_healthy(base_url: str, name: str, timeout_s: float, alive: Any) -> None
         time.sleep(1.0)
     else:
         raise ServiceError(f"model server {root} not healthy after {timeout_s:.0f}s")
-    served = served_names(base_url)
+    served = served_names(base_url, headers)
     if name not in served:
         raise ServiceError(
             f"{root} answered /health but serves {served or 'no model it names'}, not this "
@@ -125,9 +128,9 @@ def wait_healthy(base_url: str, name: str, timeout_s: float, alive: Any) -> None
         )
 
 
-def served_names(base_url: str) -> list[str]:
+def served_names(base_url: str, headers: dict[str, str]) -> list[str]:
     try:
-        reply = JsonClient(base_url, 10.0, connections=1).get("/models")
+        reply = JsonClient(base_url, 10.0, connections=1, headers=headers).get("/models")
         return [str(m["id"]) for m in reply.json()["data"]] if reply.status == 200 else []
     except (HTTPError, ValueError, KeyError, TypeError):
         return []
@@ -140,6 +143,7 @@ def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -
     if kind not in ("process", "docker"):
         raise ServiceError(f"cannot launch a model server of kind {kind!r}")
     check_servable(kind, server["launch"], weights)
+    key = {"Authorization": f"Bearer {api_key(server['api_key_env'])}"}
     lock_dir = shared_directory(lock_directory())
     occupied = stop_orphans(lock_dir)
     client = None
@@ -157,7 +161,9 @@ def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -
         arguments = sglang_arguments(weights, server, port, name)
         base_url = f"http://127.0.0.1:{port}/v1"
         launch = server["launch"]
-        healthy = functools.partial(wait_healthy, base_url, name, launch["startup_timeout_s"])
+        healthy = functools.partial(
+            wait_healthy, base_url, name, launch["startup_timeout_s"], headers=key
+        )
         if client is None:
             started = server_process(run, launch, arguments, cards, port, name, lock_dir, healthy)
         else:

@@ -14,6 +14,7 @@ whose owner is gone; one it may not stop (another user's) keeps its cards out of
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -29,10 +30,32 @@ from skilleval.serving.gpu import parse_devices, shared_directory, try_lock
 from skilleval.serving.owners import owner_alive, owner_token, process_start
 
 log = logging.getLogger(__name__)
-# Servers sit this far apart: under DP attention sglang derives 6 more ports from its HTTP
-# port (sglang/srt/server_args.py, PortArgs.init_new: port_base + 1 ... + 5).
-PORT_STRIDE = 16
+# sglang's ports beside its HTTP port p (sglang 0.5.23): under DP attention on one node
+# p + 233 (ZMQ_TCP_PORT_DELTA, the dist-init port) and p + 234 ... p + 239 (the port base
+# and five more; srt/server_args.py, PortArgs.init_new), and across nodes a handshake at
+# p + 13 (DP_ATTENTION_HANDSHAKE_PORT_DELTA; srt/managers/data_parallel_controller.py).
+SGLANG_PORT_OFFSETS = (0, 13, *range(233, 240))
 PORT_SLOTS = 64
+
+
+def sglang_ports(port: int) -> set[int]:
+    """Every port an sglang server started on HTTP ``port`` may bind (SGLANG_PORT_OFFSETS)."""
+    return {port + offset for offset in SGLANG_PORT_OFFSETS}
+
+
+def port_stride(offsets: tuple[int, ...], slots: int) -> int:
+    """The least distance between the HTTP ports of neighbouring slots at which no two of
+    ``slots`` servers share a port: no multiple of it up to slots - 1 is a gap between two
+    offsets."""
+    gaps = {b - a for a in offsets for b in offsets if b > a}
+    return next(
+        stride
+        for stride in itertools.count(1)
+        if not any(k * stride in gaps for k in range(1, slots))
+    )
+
+
+PORT_STRIDE = port_stride(SGLANG_PORT_OFFSETS, PORT_SLOTS)
 
 
 def port_free(port: int) -> bool:
@@ -49,7 +72,8 @@ def port_free(port: int) -> bool:
 
 @contextlib.contextmanager
 def port_lease(base_port: int, lock_dir: Path) -> Iterator[int]:
-    """Hold a port for this job's server: base_port, base_port + 16, ... (64 slots)."""
+    """Hold a port for this job's server: base_port, base_port + PORT_STRIDE, ... (64
+    slots), the first whose lock is free and that nobody listens on."""
     directory = shared_directory(lock_dir)
     for slot in range(PORT_SLOTS):
         port = base_port + slot * PORT_STRIDE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,17 @@ def fetch_identity(
     identity["openapi"] = {k: openapi[k] for k in ("title", "version") if k in openapi}
     identity["model_info"] = {k: model_info[k] for k in MODEL_INFO_KEYS if k in model_info}
     identity["server"] = {k: server_info[k] for k in SERVER_INFO_KEYS if k in server_info}
+    if isinstance(identity["server"].get("launch_command"), str):
+        identity["server"]["launch_command"] = hide_keys(identity["server"]["launch_command"])
     return identity
+
+
+# sglang records its launch line as given, keys included; a run's records never hold one.
+KEY_FLAG = re.compile(r"(--(?:admin-)?api-key)(=|\s+)(\S+)")
+
+
+def hide_keys(launch_command: str) -> str:
+    return KEY_FLAG.sub(r"\1\2<hidden>", launch_command)
 
 
 def launch_arguments(launch_command: str | None) -> dict[str, str]:

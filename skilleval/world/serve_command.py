@@ -41,6 +41,7 @@ def serve_world(args: argparse.Namespace) -> int:
             "reasoning_parser": args.reasoning_parser,
             "served_model_name": args.served_model_name,
             "sampling_defaults": args.sampling_defaults,
+            "api_key": args.api_key,
             "launch_command": shlex.join(["skilleval", *sys.argv[1:]]),
         },
         args.identity_endpoints,
@@ -84,6 +85,11 @@ def add_serve_world(sub: Any) -> None:
         default="model",
         help="where a request's missing sampling parameters come from, as in sglang: the "
         "checkpoint's generation_config.json (model, sglang's default) or OpenAI's defaults",
+    )
+    serve.add_argument(
+        "--api-key",
+        help="the key every request but /health, /ready and /metrics must carry as its "
+        "bearer token (sglang's flag)",
     )
     serve.add_argument(
         "--identity-endpoints",

@@ -150,8 +150,22 @@ def model_handler(
     }
     sampling = ServerSampling(identity["model_path"], identity["sampling_defaults"])
 
+    api_key = identity.get("api_key")
+
     class ModelHandler(JsonHandler):
+        def refused(self) -> bool:
+            """sglang's --api-key: every path but health, readiness and metrics needs the
+            bearer token, else 401 (sglang/srt/utils/auth.py, decide_request_auth)."""
+            if not api_key or self.path.startswith(("/health", "/ready", "/metrics")):
+                return False
+            if self.headers.get("Authorization", "") == f"Bearer {api_key}":
+                return False
+            self.reply(401, {"error": "Unauthorized"})
+            return True
+
         def do_GET(self) -> None:
+            if self.refused():
+                return
             if self.path in ("/health", "/health_generate"):
                 self.reply(200, {"status": "ok"})
             elif self.path in replies:
@@ -163,6 +177,8 @@ def model_handler(
 
         def do_POST(self) -> None:
             request = self.body()  # read first, as every handler here does
+            if self.refused():
+                return
             if self.path != "/v1/chat/completions":
                 self.reply(404, {"error": "not found"})
                 return
@@ -377,7 +393,9 @@ def start_servers(
         "sampling_defaults": "model",  # sglang's default (arg_groups/fields/serving.py)
         **(server_args or {}),
     }
-    identity.setdefault("launch_command", launch_command(identity))
+    if "launch_command" not in identity:
+        key = ["--api-key", identity["api_key"]] if identity.get("api_key") else []
+        identity["launch_command"] = shlex.join([*shlex.split(launch_command(identity)), *key])
     # sglang names the model by its path without --served-model-name (arg_groups/serving_hook)
     identity["served_model_name"] = identity.get("served_model_name") or identity["model_path"]
 
