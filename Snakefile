@@ -6,7 +6,11 @@ from snakemake.utils import min_version
 
 from skilleval.config.loading import config_sources
 from skilleval.errors import ConfigError
-from skilleval.logs import record_build_command, record_rule_targets
+from skilleval.logs import (
+    package_for_build,
+    record_build_command,
+    record_rule_targets,
+)
 from skilleval.serving.gpu import job_environment
 from skilleval.workflow.snakemake_internals import (
     config_files,
@@ -15,6 +19,11 @@ from skilleval.workflow.snakemake_internals import (
 )
 
 min_version("9.17.0")
+
+# A checkout runs its own code, in the Snakefile and in every job: a venv installed from
+# another checkout would have this graph's staleness and jobs be that checkout's.
+if problem := package_for_build(workflow.basedir):
+    sys.exit(f"skilleval: {problem}")
 
 # Every job inherits this process's environment, on every executor: no job sees a CUDA
 # device unless it leases one, and cards are numbered as nvidia-smi numbers them.

@@ -2,14 +2,20 @@ import sys
 from pathlib import Path
 
 from skilleval import paths
-from skilleval.ablation.plan import load_matrix
+from skilleval.ablation.matrix import load_matrix
 from skilleval.ablation.ratios import RATIOS
-from skilleval.config.checks import check_input_files, validate_config
+from skilleval.config.checks import validate_config
+from skilleval.config.input_files import check_input_files
 from skilleval.workflow.frozen import check_frozen, load_registry
 from skilleval.config.typos import not_one_of, refuse
 from skilleval.workflow.scheduling import GATE_CHAIN_PRIORITY, RunScheduling
 from skilleval.workflow.snakemake_internals import default_resource_args, host_resource
-from skilleval.workflow.plan import RANKING_PAIRWISE, WorkflowPlan, weight_change_pair
+from skilleval.workflow.plan import (
+    RANKING_PAIRWISE,
+    WorkflowPlan,
+    front_rows,
+    weight_change_pair,
+)
 from skilleval.workflow.rule_inputs import (
     SIM_TRAINER_JOB,
     AblationInputs,

@@ -2,7 +2,7 @@
 
 MAIN_RUNS = PLAN.main_runs
 MAIN_CONTRASTS = PLAN.contrasts_for("main")
-FRONT_ROWS = PLAN.front_rows()
+FRONT_ROWS = front_rows(PLAN)
 RANKING_ARMS = [arm.run for arm in PLAN.paper_arms]
 # The contrasts each table shows: each table's causal verdicts are one family (Holm), so
 # neither table waits for the other's runs.

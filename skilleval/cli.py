@@ -10,10 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.trainer_check import add_trainer_command
 from skilleval.errors import ServiceError, SkillevalError
 from skilleval.logs import Interrupted, quiet_interrupts
 from skilleval.runs.transcripts import add_episode_command
 from skilleval.serving.gpu import lock_directory
+from skilleval.workflow.env_check import add_env_command
 from skilleval.workflow.why import add_why_command
 from skilleval.world.serve_command import add_serve_world
 
@@ -56,9 +59,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_ablation_plan(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from skilleval.ablation.plan import load_matrix
     from skilleval.ablation.status import plan_table, render_plan
 
     rows = plan_table(load_matrix(args.matrix), Path(args.root))
@@ -69,7 +69,7 @@ def cmd_ablation_plan(args: argparse.Namespace) -> int:
 def cmd_ablation_run(args: argparse.Namespace) -> int:
     import logging
 
-    from skilleval.ablation.plan import load_matrix, plan
+    from skilleval.ablation.plan import plan
     from skilleval.ablation.run import build_and_audit
 
     # The rule sends this command's output to the run's log.
@@ -364,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_episode_command(sub)
     add_serve_world(sub)
     add_why_command(sub)
+    add_env_command(sub)
+    add_trainer_command(sub)
     return parser
 
 

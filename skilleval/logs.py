@@ -55,6 +55,47 @@ def rule_targets() -> list[str]:
     return os.environ.get(RULE_TARGETS_VARIABLE, "").split()
 
 
+# The package the Snakefile imported, set at parse time for every job the build runs.
+PACKAGE_VARIABLE = "SKILLEVAL_PACKAGE_DIR"
+PACKAGE_DIR = Path(__file__).resolve().parent
+FIX_PACKAGE = "fix: run pip install -e . in {checkout} (or use the venv installed from it)"
+
+
+def package_for_build(workflow_dir: str) -> str | None:
+    """Have every job of this build import the package the Snakefile imported, and say why
+    the build would run another checkout's code (or None). A job runs its script with the
+    script's folder first on the path, not the workflow's, so a package found through the
+    working directory (python -m snakemake) is put on the jobs' PYTHONPATH. A workflow
+    folder that holds its own skilleval package (a checkout) must import that package: the
+    graph's staleness is the imported code's, and so is every job's. A folder with the
+    workflow only uses the installed package."""
+    if PACKAGE_VARIABLE not in os.environ:
+        os.environ[PACKAGE_VARIABLE] = str(PACKAGE_DIR)
+        if PACKAGE_DIR.parent.name not in ("site-packages", "dist-packages"):  # a source tree
+            inherited = os.environ.get("PYTHONPATH")
+            paths = [str(PACKAGE_DIR.parent), *([inherited] if inherited else [])]
+            os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    own = Path(workflow_dir).resolve() / "skilleval"
+    if (own / "__init__.py").is_file() and own != PACKAGE_DIR:
+        return (
+            f"this checkout's workflow ({own.parent}) imports the skilleval package of "
+            f"another checkout ({PACKAGE_DIR}): its staleness and its jobs would be that "
+            f"code's; {FIX_PACKAGE.format(checkout=own.parent)}"
+        )
+    return None
+
+
+def job_package_problem() -> str | None:
+    """Why this job would run other code than its build parsed the graph with, or None."""
+    parsed = os.environ.get(PACKAGE_VARIABLE)
+    if parsed and Path(parsed) != PACKAGE_DIR:
+        return (
+            f"this job imports the skilleval package at {PACKAGE_DIR}, but its build parsed "
+            f"the graph with {parsed}; {FIX_PACKAGE.format(checkout=Path(parsed).parent)}"
+        )
+    return None
+
+
 def resume_command(target: str) -> str:
     """The command that resumes a stopped job: the user's own build command, with its
     config files, profile and targets; a bare one for the target where none is known."""
@@ -115,6 +156,8 @@ def logged(path: str, job: Any = None, level: int = logging.INFO) -> Iterator[lo
             root.info("reads %s", _files(job.input))
             root.info("writes %s", _files(job.output))
         try:
+            if job is not None and (problem := job_package_problem()):
+                raise SkillevalError(problem)
             yield root
             if job is not None:
                 root.info("done: wrote %s", _files(f for f in job.output if Path(f).exists()))

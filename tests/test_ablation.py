@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from skilleval.ablation.audit import audit_run
-from skilleval.ablation.plan import load_matrix, plan
+from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.plan import plan
 from skilleval.ablation.ratios import ratio_sizes
 from skilleval.ablation.trainer import batch_sizes, build_run, trainer_command
 from skilleval.errors import ConfigError
@@ -231,7 +232,7 @@ sizes = [min(step, train - i * step) for i in range(math.ceil(train / step))]
 )
 (root / "summary.json").write_text(json.dumps({
     "best_selection_score": 0.9, "base_score": 0.8, "best_test_score": 0.85, "tokens": 10,
-    "steps": 4, "argv": sys.argv[1:],
+    "steps": 4, "empty_response_fraction": 0.01, "argv": sys.argv[1:],
 }))
 """
 
@@ -301,6 +302,55 @@ def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
     assert not audit["valid"]
     assert [r.split(":")[0] for r in audit["reasons"]] == ["only_declared_keys_differ"]
     assert "optimizer.use_meta_reflect" in audit["reasons"][0]
+
+
+def trainer_check_cli(out_root: Path, matrix: dict[str, Any], tmp_path: Path) -> Any:
+    import subprocess
+
+    import yaml
+
+    (tmp_path / "matrix.yaml").write_text(yaml.safe_dump(matrix))
+    command = [sys.executable, "-m", "skilleval.cli", "trainer", "check", str(out_root)]
+    return subprocess.run(
+        [*command, "--matrix", str(tmp_path / "matrix.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
+
+
+def test_trainer_check_says_which_audit_checks_a_trainers_output_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
+    run = runs_by_id(matrix)["LR-docvqa-8"]
+    build_run(run, matrix, run.summary_path)
+    out_root = Path(run.out_root).resolve()
+    passed = trainer_check_cli(out_root, matrix, tmp_path)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "can    batch_logic: train size from" in passed.stdout
+    assert "can    started_after_fixes: start from" in passed.stdout
+    # A trainer whose log head lacks the batch line: the check it cannot compute, named.
+    log = out_root / "train.log"
+    kept = [line for line in log.read_text().splitlines(True) if "batch_sizes" not in line]
+    log.write_text("".join(kept))
+    failed = trainer_check_cli(out_root, matrix, tmp_path)
+    assert failed.returncode == 1, failed.stdout
+    assert (
+        f"cannot batch_logic: the log head ({log}, first 50 lines) has no line matching "
+        "trainer.contract.log_lines.batch_sizes" in failed.stdout
+    )
+    assert "14 of 15 audit checks can be computed; the audit would fail batch_logic" in (
+        failed.stdout
+    )
+    # A lab whose trainer says it another way declares the line; the audit follows.
+    log.write_text(log.read_text() + "steps of one epoch: [40, 40, 40, 40, 40]\n")
+    lab = copy.deepcopy(matrix)
+    lab["trainer"]["contract"] = {"log_lines": {"batch_sizes": r"steps of one epoch: \[(.*)\]"}}
+    declared = trainer_check_cli(out_root, lab, tmp_path)
+    assert "can    batch_logic" in declared.stdout, declared.stdout
+    checks = {c["name"]: c for c in audit_run(run, lab, run.summary_path)["checks"]}
+    assert "batches from" in checks["batch_logic"]["detail"]
 
 
 def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_record(

@@ -5,15 +5,19 @@ nothing is written under results/."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import copy_workflow, snakemake
+from skilleval.logs import PACKAGE_DIR, PACKAGE_VARIABLE, logged
+from tests.conftest import REPO, copy_workflow, snakemake
 
 CONFIG, OVERLAY, MATRIX = "config/config.yaml", "config/overlay.yaml", "config/ablation/matrix.yaml"
 
@@ -376,3 +380,60 @@ def test_every_bad_value_of_an_overlay_is_reported_in_one_go(workdir: Path) -> N
     assert "3 invalid values:" in output
     for line, key in ((5, "world.seed"), (3, "environment.url"), (4, "runtime.max_steps")):
         assert f"{OVERLAY}, line {line}: " in output and key in output
+
+
+def test_a_second_checkout_on_one_venv_is_refused_naming_both(tmp_path: Path) -> None:
+    """The venv's editable install is one checkout; a second checkout's build would have
+    that one's staleness and run its code."""
+    second = copy_workflow(tmp_path)
+    shutil.copytree(
+        REPO / "skilleval", second / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    console = Path(sys.executable).with_name("snakemake")  # as a user types it: no -m
+    done = subprocess.run(
+        [str(console), "-n", "paper"], cwd=second, capture_output=True, text=True, timeout=300
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output, output
+    assert f"this checkout's workflow ({second.resolve()}) imports" in output, output
+    assert f"the skilleval package of another checkout ({PACKAGE_DIR})" in output
+    assert f"fix: run pip install -e . in {second.resolve()}" in output
+
+
+def test_a_job_importing_another_package_than_its_build_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(PACKAGE_VARIABLE, str(tmp_path / "checkout-b" / "skilleval"))
+    job = SimpleNamespace(rule="eval_run", wildcards={}, input=[], output=[])
+    with pytest.raises(SystemExit) as stopped, logged(str(tmp_path / "job.log"), job):
+        raise AssertionError("the job must not start")
+    assert stopped.value.code == 1
+    said = capfd.readouterr().err
+    assert f"this job imports the skilleval package at {PACKAGE_DIR}" in said
+    assert f"parsed the graph with {tmp_path / 'checkout-b' / 'skilleval'}" in said
+    monkeypatch.setenv(PACKAGE_VARIABLE, str(PACKAGE_DIR))
+    with logged(str(tmp_path / "job.log"), job):
+        pass
+
+
+def test_an_external_bank_holding_other_than_its_declared_chunks_is_refused(
+    workdir: Path,
+) -> None:
+    """A bank outside the folders the graph builds is read at parse time, before any job."""
+    bank = workdir / "lab-banks" / "ST.md"
+    bank.parent.mkdir(exist_ok=True)
+    bank.write_text("# lab ST\n" + "".join(f"## chunk {i:02d}\n\nHint {i}.\n\n" for i in range(10)))
+    overlay = workdir / OVERLAY
+    overlay.write_text("banks:\n  ST: {path: lab-banks/ST.md, chunks: 12, role: final}\n")
+    try:
+        done = snakemake(workdir, "-n", "paper", "--configfile", OVERLAY, check=False)
+        overlay.write_text("banks:\n  ST: {path: lab-banks/ST.md, chunks: 10, role: final}\n")
+        accepted = snakemake(workdir, "-n", "paper", "--configfile", OVERLAY, check=False)
+    finally:
+        overlay.unlink()
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output, output
+    assert "banks.ST.chunks" in output and "the bank file lab-banks/ST.md holds 10 chunks" in output
+    assert "set banks.ST.chunks: 10" in output
+    assert not (workdir / "results").exists()
+    assert accepted.returncode == 0, accepted.stderr

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from skilleval.config.checks import declared_files, validate_config
+from skilleval.config.checks import validate_config
+from skilleval.config.input_files import declared_files
 from skilleval.config.loading import config_sources, load_config_file, merged_config
 from skilleval.config.schema import load_schema
 from skilleval.errors import ConfigError, ConfigErrors

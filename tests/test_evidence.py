@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from skilleval.ablation import run as ablation_run
-from skilleval.ablation.plan import PlannedRun, effective_config, load_matrix, plan
+from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.plan import PlannedRun, effective_config, plan
 from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance import evidence, identity
 from skilleval.provenance.code import SourceCache

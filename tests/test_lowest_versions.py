@@ -61,7 +61,9 @@ def test_the_lowest_allowed_versions_pass_the_unit_tests(tmp_path: Path) -> None
     env = {**os.environ, "VIRTUAL_ENV": str(venv)}
     # --seed: a venv with pip, as `python3 -m venv` makes (tests/test_deploy.py uses it)
     uv("venv", "-q", "--seed", "--python", sys.executable, str(venv), env=env)
-    uv("pip", "install", "-q", "--resolution", "lowest-direct", "-e", f"{REPO}[dev]", env=env)
+    lab_env = REPO / "tests" / "data" / "lab_env"  # as the README's test command installs it
+    lowest = ("--resolution", "lowest-direct", "-e", f"{REPO}[dev]", "-e", str(lab_env))
+    uv("pip", "install", "-q", *lowest, env=env)
     listed = json.loads(uv("pip", "list", "--format", "json", env=env))
     installed = {canonicalize_name(p["name"]): Version(p["version"]) for p in listed}
     bounds = lower_bounds()

@@ -9,7 +9,7 @@ import yaml
 
 from skilleval.errors import SkillevalError
 from skilleval.report.chains import read_chain
-from skilleval.workflow.plan import WorkflowPlan
+from skilleval.workflow.plan import WorkflowPlan, front_rows
 from skilleval.workflow.why import chain
 from tests.conftest import REPO
 
@@ -42,7 +42,7 @@ def test_a_typo_in_a_row_or_column_names_the_choices(plan: WorkflowPlan, tmp_pat
 def test_the_report_links_every_ranking_row_to_a_contrast_with_its_runs(
     plan: WorkflowPlan,
 ) -> None:
-    rows = plan.front_rows()
+    rows = front_rows(plan)
     ranking = {*plan.ranking_vs_free(), *plan.contrasts_for("ranking")}
     assert set(rows["ranking"].values()) == ranking
     assert rows["ranking"]["Top-4"] == "rank-top-vs-free"

@@ -14,19 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skilleval.ablation.contract import TrainerContract
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
 from skilleval.ablation.trainer import batch_sizes, launch_files
 from skilleval.errors import SkillevalError
 from skilleval.records.ablation import AblationAudit, AblationSummary
 from skilleval.storage.records import Check, failed
-
-# What a trainer's log head says (memo 003 §0: model, split, reasoning effort, train size,
-# batch sizes), as the sim trainer writes it and as plain key=value lines.
-LOG_HEAD_LINES = 50
-# Not train.train_size=0 of a config dump: that is the setting (0: infer), not the size.
-TRAIN_SIZE = re.compile(r"(?<![.\w])(?:train_size|train)\s*[=:]\s*(\d+)")
-BATCH_SIZES = re.compile(r"\bbatch_sizes\s*[=:]\s*\[([0-9,\s]*)\]")
-START = re.compile(r"^\[start\]\s*(\S+)|\bstart(?:ed)?(?:_at)?\s*[=:]\s*(\d{4}-\S+)")
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -42,6 +35,14 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def read_log(out_root: Path, contract: TrainerContract) -> tuple[str, Path | None]:
+    """The trainer's log (the contract's first log file that exists), else its output the
+    workflow captured beside the out_root; empty when there is neither."""
+    logs = [*(out_root / name for name in contract.log_files), launch_files(out_root)[1]]
+    found = next((log for log in logs if log.exists()), None)
+    return (found.read_text() if found else ""), found
+
+
 @dataclass(frozen=True)
 class RunFiles:
     """What one finished ablation run left in its out_root, and where each part came from."""
@@ -52,35 +53,36 @@ class RunFiles:
     log: str
     log_path: Path | None
 
+    contract: TrainerContract
+
     @classmethod
-    def read(cls, summary_path: str) -> RunFiles:
-        """The trainer's own config.json and log: its train.log in the out_root, else its
-        captured output beside the out_root (trainer.launch_files)."""
+    def read(cls, summary_path: str, contract: TrainerContract) -> RunFiles:
+        """The trainer's own config and log (trainer.contract): its log in the out_root,
+        else its captured output beside the out_root (trainer.launch_files)."""
         out_root = Path(summary_path).parent
-        config_path = out_root / "config.json"
+        config_path = out_root / contract.config_file
         if not config_path.exists():
             raise SkillevalError(
-                f"{config_path} does not exist: the trainer wrote no config.json, so the "
-                "run cannot be audited"
+                f"{config_path} does not exist: the trainer wrote no {contract.config_file} "
+                "(trainer.contract.config_file), so the run cannot be audited"
             )
-        logs = [out_root / "train.log", launch_files(out_root)[1]]
-        log_path = next((log for log in logs if log.exists()), None)
         return cls(
             AblationSummary.read(summary_path).as_json(),
             flatten(json.loads(config_path.read_text())),
             config_path,
-            log_path.read_text() if log_path else "",
-            log_path,
+            *read_log(out_root, contract),
+            contract,
         )
 
     @property
     def log_head(self) -> str:
-        return "\n".join(self.log.splitlines()[:LOG_HEAD_LINES])
+        return "\n".join(self.log.splitlines()[: self.contract.log_head_lines])
 
-    def from_log(self, pattern: re.Pattern[str]) -> tuple[str, str] | None:
-        """(value, where) of the first match in the log head."""
-        for number, line in enumerate(self.log_head.splitlines(), start=1):
-            match = pattern.search(line)
+    def from_log(self, line: str) -> tuple[str, str] | None:
+        """(value, where) of the first match of the contract's ``line`` in the log head."""
+        pattern = self.contract.pattern(line)
+        for number, text in enumerate(self.log_head.splitlines(), start=1):
+            match = pattern.search(text)
             if match:
                 value = next(g for g in match.groups() if g is not None)
                 return value, f"{self.log_path} line {number}"
@@ -89,7 +91,7 @@ class RunFiles:
     def started(self) -> tuple[dt.datetime, str]:
         """When the trainer started, from its own output: the log head's start line, else
         the time it wrote config.json."""
-        found = self.from_log(START)
+        found = self.from_log("start")
         if found:
             stamp = dt.datetime.fromisoformat(found[0].replace("Z", "+00:00"))
             return (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)), found[1]
@@ -150,7 +152,7 @@ def batch_check(
     """The batches the trainer reports in its log head, against ceil(train / batch) and
     the seed's verified table; refused when the log does not say them."""
     config = files.config
-    train_found, batches_found = files.from_log(TRAIN_SIZE), files.from_log(BATCH_SIZES)
+    train_found, batches_found = files.from_log("train_size"), files.from_log("batch_sizes")
     if train_found is None or batches_found is None:
         missing = [
             n for n, f in (("train size", train_found), ("batch sizes", batches_found)) if f is None
@@ -183,7 +185,8 @@ def batch_check(
 def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles) -> list[Check]:
     """The memo's invalid-run rules: token cap, real 429s, crashes, writers, early starts."""
     rules, summary, config = matrix["invalid_rules"], files.summary, files.config
-    empty = float(summary.get("empty_response_fraction") or 0.0)
+    reported = summary.get("empty_response_fraction")
+    empty = float(reported) if reported is not None else None
     rate = re.findall(rules["rate_limit_pattern"], files.log)
     crash = re.findall(rules["crash_pattern"], files.log)
     started, started_source = files.started()
@@ -206,8 +209,11 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
         ),
         Check(
             "empty_responses",
-            empty <= rules["max_empty_response_fraction"],
-            f"{empty:.1%} empty responses (cap {config.get('model.max_tokens')} tokens; "
+            empty is not None and empty <= rules["max_empty_response_fraction"],
+            "the trainer did not report its empty_response_fraction, so the token cap's "
+            "effect cannot be checked"
+            if empty is None
+            else f"{empty:.1%} empty responses (cap {config.get('model.max_tokens')} tokens; "
             f"limit {rules['max_empty_response_fraction']:.0%})",
         ),
         Check(
@@ -236,7 +242,7 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
 
 
 def audit_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dict[str, Any]:
-    files = RunFiles.read(summary_path)
+    files = RunFiles.read(summary_path, TrainerContract.of(matrix))
     checks = parameter_checks(run, matrix, files)
     checks += invalid_run_checks(run, matrix, files)
     if run.harness:

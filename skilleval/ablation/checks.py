@@ -6,9 +6,11 @@ Each failure is a ConfigError naming the matrix file and line, the key, the valu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from skilleval.ablation.plan import harness_overrides, plan
 from skilleval.errors import ConfigError
 
 HARNESS_FORMS = (
@@ -58,8 +60,6 @@ def check_groups(matrix: Mapping[str, Any], source: object) -> None:
 
 
 def check_harness(matrix: Mapping[str, Any], source: object) -> None:
-    from skilleval.ablation.plan import harness_overrides
-
     harness = matrix["harness"]
     for label, spec in harness["benchmarks"].items():
         key = f"harness.benchmarks.{label}.benchmark"
@@ -99,13 +99,30 @@ def check_harness(matrix: Mapping[str, Any], source: object) -> None:
 
 
 def check_matrix(matrix: Mapping[str, Any], source: object) -> None:
-    from skilleval.ablation.plan import plan
-
     check_groups(matrix, source)
     check_harness(matrix, source)
+    check_contract(matrix, source)
     try:
         plan(dict(matrix))
     except ValueError as error:
         raise ConfigError(
             source, "groups", str(error), "two entries plan the same run", "rename one of them"
         ) from None
+
+
+def check_contract(matrix: Mapping[str, Any], source: object) -> None:
+    """Each declared log line is a regular expression with the value in a group."""
+    lines = (matrix["trainer"].get("contract") or {}).get("log_lines", {})
+    for name, pattern in lines.items():
+        key = f"trainer.contract.log_lines.{name}"
+        try:
+            groups = re.compile(pattern).groups
+        except re.error as error:
+            raise ConfigError(
+                source, key, pattern, f"is no regular expression ({error})", "fix the pattern"
+            ) from None
+        if groups < 1:
+            raise ConfigError(
+                source, key, pattern, "has no capture group, and the audit reads the value "
+                "from the first", "put the value's part of the pattern in (...)",
+            )  # fmt: skip

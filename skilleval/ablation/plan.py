@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from skilleval import paths
@@ -68,20 +67,6 @@ def audit_path(run: PlannedRun) -> str:
 def run_files(runs: list[PlannedRun]) -> dict[str, tuple[str, str]]:
     """Run id -> (summary, audit) paths, as the graph builds them."""
     return {run.run_id: (run.summary_path, audit_path(run)) for run in runs}
-
-
-def load_matrix(path: str | Path = "config/ablation/matrix.yaml") -> dict[str, Any]:
-    """The matrix, refused (file, line, key, fix) unless it parses and every rule holds."""
-    from skilleval.ablation.checks import check_matrix
-    from skilleval.config.loading import ConfigSources, read_mapping
-    from skilleval.config.schema import validate_against_schema
-
-    loaded = read_mapping(path, "ablation matrix", "ablation.matrix")
-    source = ConfigSources([loaded])
-    validate_against_schema(loaded.data, "ablation", source)
-    check_matrix(loaded.data, source)
-    matrix: dict[str, Any] = loaded.data
-    return matrix
 
 
 def benchmark_defaults(matrix: dict[str, Any], bench: str) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.ablation.audit import write_audit
-from skilleval.ablation.plan import PlannedRun, audit_path, load_matrix, plan
+from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.plan import PlannedRun, audit_path, plan
 from skilleval.ablation.trainer import build_run
 from skilleval.errors import SkillevalError
 from skilleval.storage.kept import KeptOutputs

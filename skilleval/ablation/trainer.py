@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
+from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
 from skilleval.ablation.plan import PlannedRun, effective_config, plan_fingerprint
 from skilleval.ablation.ratios import RATIOS, ratio_sizes
 from skilleval.errors import RunLockedError, SkillevalError
@@ -228,14 +229,15 @@ def run_command(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict
         raise SkillevalError(
             f"trainer exited with {done.returncode} for {run.run_id}; see {output_file}"
         )
-    produced = out_root / "summary.json"
+    produced = out_root / TrainerContract.of(matrix).results_file
     if not produced.exists():
-        raise SkillevalError(f"trainer wrote no {produced}; cannot fill the table for {run.run_id}")
+        raise SkillevalError(
+            f"trainer wrote no {produced} (trainer.contract.results_file); cannot fill the "
+            f"table for {run.run_id}"
+        )
     raw = json.loads(produced.read_text())
     try:
-        result = {
-            key: raw[key] for key in ("best_selection_score", "base_score", "best_test_score")
-        }
+        result = {key: raw[key] for key in SCORE_KEYS}
     except KeyError as missing:
         raise SkillevalError(f"{produced}: trainer summary lacks {missing}") from None
     result["delta"] = result["best_test_score"] - result["base_score"]
@@ -253,7 +255,7 @@ def run_command(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict
         }
     )
     result["started_at"] = started.isoformat()
-    produced.rename(out_root / "trainer_summary.json")
+    produced.rename(out_root / KEPT_RESULTS_FILE)
     return result
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from skilleval.config.schema import validate_against_schema
+from skilleval.env.adapters import BUILT_IN, AdapterNotFound, find_adapter
 from skilleval.errors import ConfigError
 from skilleval.skills.bank import load_bank
 from skilleval.world.design import world_bank_chunk_ids
@@ -35,12 +36,25 @@ def _check_reference(
 def check_cross_fields(config: Mapping[str, Any], source: object) -> None:
     """Rules JSON Schema cannot express: references, uniqueness, capacity, confinement."""
     check_world_dir(config, source)
+    check_environment_adapter(config, source)
     check_protocols(config, source)
     check_runs(config, source)
     check_contrasts(config, source)
     check_ranking(config, source)
     check_registered_banks(config, source)
     check_checkpoint_ids(config, source)
+
+
+def check_environment_adapter(config: Mapping[str, Any], source: object) -> None:
+    """A lab's environment adapter is found (not run) before any job: an unknown name or
+    a package missing from this venv is refused with the adapters installed."""
+    name = config["backends"]["environment"]
+    if name in BUILT_IN:
+        return
+    try:
+        find_adapter(name)
+    except AdapterNotFound as error:
+        raise ConfigError(source, "backends.environment", name, error.why, error.fix) from None
 
 
 def check_protocols(config: Mapping[str, Any], source: object) -> None:
@@ -84,7 +98,7 @@ def check_reachable_environment(
     backends = config["backends"]
     if (
         backends.get("jobs_run_on", "this_host") == "cluster_nodes"
-        and backends["environment"] == "http"
+        and backends["environment"] != "shopsim"
         and is_loopback(env["url"])
         and not env.get("beside_run", False)
     ):
@@ -332,42 +346,3 @@ def check_registered_banks(config: Mapping[str, Any], source: object) -> None:
 def validate_config(config: Mapping[str, Any], source: object) -> None:
     validate_against_schema(config, "config", source)
     check_cross_fields(config, source)
-
-
-def declared_files(config: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(config key, path) of every file the config names as an input."""
-    files = [(f"checkpoints.{n}.path", c["path"]) for n, c in config["checkpoints"].items()]
-    files += [(f"banks.{n}.path", b["path"]) for n, b in config["banks"].items()]
-    for name, protocol in config["protocols"].items():
-        files.append((f"protocols.{name}.tasks.split_file", protocol["tasks"]["split_file"]))
-        files += [(f"protocols.{name}.prompt.{k}", v) for k, v in protocol["prompt"].items()]
-    return [*files, ("ablation.matrix", config["ablation"]["matrix"])]
-
-
-def check_input_files(
-    config: Mapping[str, Any],
-    source: object,
-    is_built: Callable[[str], bool],
-    buildable: Collection[str],
-) -> None:
-    """Every named input exists, or is a file the graph builds; checked before any job,
-    on a built tree as on an empty one, so stale numbers are never kept by mistake."""
-    for key, path in declared_files(config):
-        if not is_built(path):
-            if not Path(path).exists():
-                raise ConfigError(
-                    source,
-                    key,
-                    path,
-                    "file does not exist",
-                    "point the key at an existing file (paths are relative to the workflow "
-                    "directory) or restore the file",
-                )
-        elif path not in buildable:
-            raise ConfigError(
-                source,
-                key,
-                path,
-                "lies in a folder the graph builds, but no rule builds this file",
-                f"use one of the files the default world generates: {', '.join(sorted(buildable))}",
-            )

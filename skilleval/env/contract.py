@@ -21,8 +21,36 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from skilleval.errors import InfrastructureError, OutageError
 from skilleval.records.env import Environment, EpisodeHandle, StepResult
 from skilleval.records.policy import ToolCall
+
+# How to mend a broken rule, by the rule's number above.
+FIXES = {
+    1: "tools() must return a non-empty list of {'type': 'function', 'function': {'name', "
+    "'parameters': {'type': 'object', ...}}}, unique names, the same list on every call",
+    2: "start(task_id) must open an episode of that task with its instruction text; an "
+    "unknown task id is a configuration error of the split, not an empty episode",
+    3: "answer an unknown tool or unusable arguments with an observation that says so "
+    "(the model's mistake), and return StepResult(observation: str, done: bool)",
+    4: "rewards() must give 'reward' in [0, 1] and 'r_success' 0.0 or 1.0, finite floats, "
+    "the same on every read",
+    5: "close() must free the episode once and do nothing on a second call; episodes of two "
+    "tasks must not share state",
+}
+
+
+def fix_for(problem: str) -> str:
+    """The fix of a violation, by the rule it breaks (see FIXES)."""
+    rule = (
+        5 if "shared state" in problem or problem.startswith("close()") else
+        1 if problem.startswith(("tools()", "tool ")) else
+        2 if "instruction" in problem or problem.startswith("start(") else
+        3 if problem.startswith("step(") else
+        4 if "reward" in problem else
+        5
+    )  # fmt: skip
+    return FIXES[rule]
 
 
 def tool_violations(tools: Any) -> list[str]:
@@ -59,7 +87,10 @@ def step_violations(episode: EpisodeHandle, call: ToolCall) -> list[str]:
 
 
 def reward_violations(episode: EpisodeHandle, task_id: str) -> list[str]:
-    first, second = episode.rewards(), episode.rewards()
+    try:
+        first, second = episode.rewards(), episode.rewards()
+    except Exception as error:
+        return [f"task {task_id}: rewards() raised {type(error).__name__}: {error}"]
     problems = []
     if first != second:
         problems.append(f"task {task_id}: rewards() changed between two reads")
@@ -72,28 +103,71 @@ def reward_violations(episode: EpisodeHandle, task_id: str) -> list[str]:
     return problems
 
 
-def contract_violations(environment: Environment, task_ids: Sequence[str]) -> list[str]:
-    """Every way ``environment`` breaks the contract above on these tasks (two at least)."""
-    tools = environment.tools()
+def start_violations(environment: Environment, task_id: str) -> list[str]:
+    """Rules 1 and 2, which every episode needs: a run checks them before it leases a card.
+    A raised error is a violation too (an adapter that cannot list its tools or open an
+    episode would fail every task), except an outage, which is raised."""
+    try:
+        tools = environment.tools()
+    except (InfrastructureError, OutageError):
+        raise  # an absent or busy server is an outage, not a broken adapter
+    except Exception as error:
+        return [f"tools() raised {type(error).__name__}: {error}"]
     problems = tool_violations(tools)
-    if environment.tools() != tools:
-        problems.append("tools() gave another list on its second call")
     if problems:
         return problems
-    episodes = [environment.start(task_id) for task_id in task_ids]
     try:
-        for task_id, episode in zip(task_ids, episodes, strict=True):
+        episode = environment.start(task_id)
+    except (InfrastructureError, OutageError):
+        raise
+    except Exception as error:
+        return [f"start({task_id!r}) raised {type(error).__name__}: {error}"]
+    try:
+        if not isinstance(episode.instruction, str) or not episode.instruction.strip():
+            problems.append(f"task {task_id}: the episode has no instruction")
+    finally:
+        episode.close()
+    return problems
+
+
+def contract_violations(environment: Environment, task_ids: Sequence[str]) -> list[str]:
+    """Every way ``environment`` breaks the contract above on these tasks (two at least,
+    whose episodes are open at once); each violation's fix is ``fix_for(violation)``."""
+    problems = start_violations(environment, task_ids[0])
+    if problems:
+        return problems
+    tools = environment.tools()
+    if environment.tools() != tools:
+        problems.append("tools() gave another list on its second call")
+    names = [t["function"]["name"] for t in tools]
+    calls = [ToolCall(f"c{i}", name, {}) for i, name in enumerate(names)]  # arguments missing
+    calls += [ToolCall(f"b{i}", n, {"no_such_argument": [1, None]}) for i, n in enumerate(names)]
+    calls.append(ToolCall("unknown", "no_such_tool_in_any_environment", {"x": 1}))
+    episodes: list[tuple[str, EpisodeHandle]] = []
+    try:
+        for task_id in task_ids:
+            try:
+                episodes.append((task_id, environment.start(task_id)))
+            except Exception as error:
+                problems.append(f"start({task_id!r}) raised {type(error).__name__}: {error}")
+        for task_id, episode in episodes:
             if not isinstance(episode.instruction, str) or not episode.instruction.strip():
                 problems.append(f"task {task_id}: the episode has no instruction")
-            calls = [ToolCall(f"c{i}", t["function"]["name"], {}) for i, t in enumerate(tools)]
-            calls.append(ToolCall("unknown", "no_such_tool_in_any_environment", {"x": 1}))
             for call in calls:
                 problems += step_violations(episode, call)
             problems += reward_violations(episode, task_id)
-        if len(episodes) >= 2 and episodes[0].instruction == episodes[1].instruction:
+        if len(episodes) >= 2 and episodes[0][1].instruction == episodes[1][1].instruction:
             problems.append("two tasks' episodes have the same instruction: shared state?")
     finally:
-        for episode in episodes:
-            episode.close()
-            episode.close()
+        for _, episode in episodes:
+            problems += close_violations(episode)
     return problems
+
+
+def close_violations(episode: EpisodeHandle) -> list[str]:
+    for attempt in ("first", "second"):
+        try:
+            episode.close()
+        except Exception as error:
+            return [f"close() raised {type(error).__name__} on its {attempt} call: {error}"]
+    return []

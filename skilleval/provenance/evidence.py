@@ -63,6 +63,7 @@ EVIDENCE: dict[str, str] = {
     "skilleval.ablation.plan": "each run's effective trainer config",
     "skilleval.ablation.ratios": "the ratio sizes a run's train size comes from",
     "skilleval.ablation.audit": "the audit written beside each run",
+    "skilleval.ablation.contract": "which files and log lines of a trainer the audit reads",
     "skilleval.records.ablation": "the ablation summary's fields",
     "skilleval.records.policy": "the turns and tool calls a policy and the rollout exchange",
     "skilleval.records.env": "the observations and steps an environment returns",
@@ -88,6 +89,7 @@ NOT_EVIDENCE: dict[str, str] = {
     "skilleval.serving.service": "checking the server's identity: it refuses, never changes",
     "skilleval.serving.probe": "the lease probe job",
     "skilleval.ablation.checks": "matrix validation: a valid matrix builds the same runs",
+    "skilleval.ablation.matrix": "reading the matrix file: a valid matrix builds the same runs",
 }
 
 

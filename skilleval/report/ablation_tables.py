@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from skilleval.ablation.plan import PlannedRun, group_rows, load_matrix, plan, run_files
+from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.plan import PlannedRun, group_rows, plan, run_files
 from skilleval.records.ablation import AblationAudit, AblationSummary
 from skilleval.report.latex import environment, latex_escape, signed
 from skilleval.report.notice import caption_of, notice_of

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from skilleval.checkpoints.tensors import load_policy_tensors
+from skilleval.env.adapters import IDENTITY_KEY, make_adapter
+from skilleval.env.contract import fix_for, start_violations
 from skilleval.env.wire import HttpEnvironment
-from skilleval.errors import SkillevalError
+from skilleval.errors import InfrastructureError, OutageError, SkillevalError
+from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.records.env import Environment
 from skilleval.records.policy import Policy
 from skilleval.runs.inputs import RunInputs
@@ -17,6 +21,8 @@ from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.serving.service import Service
 from skilleval.world.shopsim import ShopWorld, Task, catalogue_from_json
 from skilleval.world.sim_policy import SimPolicy, weights_salt
+
+log = logging.getLogger(__name__)
 
 
 def make_service(
@@ -59,8 +65,6 @@ def make_policy(
             fault_rate=fault_rate,
         )
     if backend == "openai":
-        from skilleval.policy.openai_policy import OpenAIPolicy
-
         server = protocol["model_server"]
         assert service.base_url is not None and service.model is not None
         assert service.engine is not None, "the service is checked before the policy is made"
@@ -87,7 +91,10 @@ def make_environment(
     settings: Mapping[str, Any],
     ledger: RetryLedger,
     outage_budget_s: float,
+    planned_adapter: str | None = None,
 ) -> Environment:
+    """The run's environment: a built-in adapter, or a lab's (env.adapters), which must
+    be the code the graph planned the run with (``planned_adapter``, its identity)."""
     if backend == "shopsim":
         if catalogue is None:
             raise SkillevalError("the simulated shop needs its catalogue; the run was given none")
@@ -98,21 +105,43 @@ def make_environment(
         return ShopWorld(products, tasks)
     if backend == "http":
         return HttpEnvironment(settings["url"], settings["slots"], ledger, outage_budget_s)
-    raise SkillevalError(f"backends.environment = {backend!r} is unknown")
+    environment: Environment = make_adapter(backend, planned_adapter, dict(settings))
+    return environment
 
 
-def make_backends(
-    inputs: RunInputs, service: Service, ledger: RetryLedger, fault_rate: float = 0.0
-) -> tuple[Policy, Environment]:
-    """The run's policy and environment, both retrying through the run's ledger."""
-    policy = make_policy(inputs.backends["policy"], inputs.protocol, service, ledger, fault_rate)
-    environment = make_environment(
+def run_environment(
+    inputs: RunInputs, ledger: RetryLedger, outage_budget_s: float | None = None
+) -> Environment:
+    """The run's environment, retrying through ``ledger`` for the protocol's outage
+    budget (or ``outage_budget_s``)."""
+    budget_s = inputs.protocol["runtime"]["outage_budget_s"]
+    return make_environment(
         inputs.backends["environment"],
         inputs.catalogue,
         inputs.split_file,
         inputs.split,
         inputs.protocol["environment"],
         ledger,
-        inputs.protocol["runtime"]["outage_budget_s"],
+        budget_s if outage_budget_s is None else outage_budget_s,
+        inputs.backends.get(IDENTITY_KEY),
     )
-    return policy, environment
+
+
+def refuse_broken_environment(inputs: RunInputs, task_id: str) -> None:
+    """Refuse a run whose environment cannot list its tools or open an episode (rules 1
+    and 2 of env.contract), before it leases a card or starts a server. An environment
+    not reachable yet is no refusal: the run waits for it (its server may be the one the
+    job launches)."""
+    backend = inputs.backends["environment"]
+    try:
+        problems = start_violations(run_environment(inputs, RetryLedger(), 0.0), task_id)
+    except (InfrastructureError, OutageError) as error:
+        log.info("run %s: environment not reachable before the run starts (%s)", inputs.run, error)
+        return
+    if problems:
+        found = "; ".join(f"{p} (fix: {fix_for(p)})" for p in problems)
+        raise SkillevalError(
+            f"the environment adapter {backend!r} breaks the contract "
+            f"(skilleval/env/contract.py) on task {task_id}, so the run stops before it "
+            f"leases a card: {found}. Run skilleval env check for the whole contract"
+        )

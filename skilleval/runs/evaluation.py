@@ -22,9 +22,15 @@ from skilleval.env.rollout import EpisodeResult, run_episode
 from skilleval.errors import CoverageError, OutageError
 from skilleval.logs import resume_command
 from skilleval.provenance.evidence import model_run_code
+from skilleval.records.env import Environment
 from skilleval.records.provenance import provenance
 from skilleval.records.runs import RunSummary
-from skilleval.runs.backends import make_backends, make_service
+from skilleval.runs.backends import (
+    make_policy,
+    make_service,
+    refuse_broken_environment,
+    run_environment,
+)
 from skilleval.runs.inputs import RunInputs, results_protocol
 from skilleval.runs.journal import Journal, prior_episode_steps
 from skilleval.runs.resolve import ResolvedRun, resolve
@@ -36,6 +42,7 @@ from skilleval.runs.runner import (
     run_episodes,
 )
 from skilleval.runs.transcripts import split_record, write_transcripts
+from skilleval.serving.launcher import owned_server
 from skilleval.serving.outage import RetryLedger
 from skilleval.serving.service import Service
 from skilleval.storage import atomic
@@ -73,8 +80,6 @@ def served(
     if kind not in ("process", "docker"):
         yield dict(server)
         return
-    from skilleval.serving.launcher import owned_server
-
     with owned_server(kind, run, checkpoint_path, server) as base_url:
         yield {**server, "base_url": base_url}
 
@@ -130,6 +135,8 @@ def _evaluate(
     server = inputs.protocol["model_server"]
     kind = inputs.backends.get("model_server", "none")
     budget_s = inputs.protocol["runtime"]["outage_budget_s"]
+    ledger = RetryLedger()
+    environment = checked_environment(inputs, resolved, journal, ledger)
     with served(kind, inputs.run, inputs.checkpoint_path, server) as running:
         identity_ledger = RetryLedger()
         service = make_service(
@@ -142,8 +149,9 @@ def _evaluate(
         )
         with resume_hint(inputs.run, outputs["summary.json"]):
             service_start = service.check()
-        ledger = RetryLedger()
-        policy, environment = make_backends(inputs, service, ledger, fault_rate)
+        policy = make_policy(
+            inputs.backends["policy"], inputs.protocol, service, ledger, fault_rate
+        )
         max_steps = inputs.protocol["runtime"]["max_steps"]
         deadline_s = inputs.protocol["runtime"]["episode_timeout_s"]
 
@@ -175,6 +183,17 @@ def _evaluate(
         record.coverage,
     )
     return record.as_json()
+
+
+def checked_environment(
+    inputs: RunInputs, resolved: ResolvedRun, journal: Journal, ledger: RetryLedger
+) -> Environment:
+    """The run's environment, once it lists its tools and opens an episode of the first
+    task left (env.contract), before any card is leased."""
+    left = [key for key in resolved.keys if key not in journal.records]
+    if left:
+        refuse_broken_environment(inputs, left[0][0])
+    return run_environment(inputs, ledger)
 
 
 def _summary(

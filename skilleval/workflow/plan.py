@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from skilleval import paths
+from skilleval.env.adapters import adapter_evidence
 from skilleval.runs.inputs import RunInputs
 
 SelectionRule = Literal["top", "bottom", "random"]
@@ -109,6 +110,19 @@ class ContrastPlan:
     table: Table
     metric: str = "reward"
 
+    @classmethod
+    def declared(cls, name: str, spec: Mapping[str, Any]) -> ContrastPlan:
+        """A contrast of the config's contrasts section (a main-table contrast)."""
+        return cls(
+            name,
+            spec["control"],
+            spec["treatment"],
+            spec["causal"],
+            spec["description"],
+            "main",
+            spec.get("metric", "reward"),
+        )
+
     def spec(self) -> dict[str, Any]:
         """What the contrast's numbers depend on (not its wording or table)."""
         return {
@@ -188,6 +202,10 @@ class WorkflowPlan:
         self.ranking: Mapping[str, Any] = config["ranking"]
         self.gate: str = self.ranking["gate"]
         self.world_dir: str = config["world"]["dir"]
+        self.backends = {
+            **config["backends"],
+            **adapter_evidence(config["backends"]["environment"]),
+        }
         declared = {name: self._declared(name, spec) for name, spec in config["runs"].items()}
         self.arms: dict[str, RankingArm] = {arm.stem: arm for arm in ranking_arms(self.ranking)}
         bare_test = declared[self.ranking["bare_test_run"]]
@@ -210,7 +228,7 @@ class WorkflowPlan:
             for masked in design.runs
         }
         self.contrasts: dict[str, ContrastPlan] = {
-            **{n: self._declared_contrast(n, c) for n, c in config["contrasts"].items()},
+            **{n: ContrastPlan.declared(n, c) for n, c in config["contrasts"].items()},
             **ranking_contrasts(self.ranking),
         }
 
@@ -257,18 +275,6 @@ class WorkflowPlan:
 
     # contrasts ---------------------------------------------------------------
 
-    @staticmethod
-    def _declared_contrast(name: str, spec: Mapping[str, Any]) -> ContrastPlan:
-        return ContrastPlan(
-            name,
-            spec["control"],
-            spec["treatment"],
-            spec["causal"],
-            spec["description"],
-            "main",
-            spec.get("metric", "reward"),
-        )
-
     def contrasts_for(self, table: Table) -> list[str]:
         return [n for n, c in self.contrasts.items() if c.table == table]
 
@@ -294,23 +300,6 @@ class WorkflowPlan:
         random = [f"rank-random{'' if s == seeds[0] else f'-{s}'}-vs-free" for s in seeds]
         return ["rank-top-vs-free", *random, "rank-bottom-vs-free"]
 
-    def front_rows(self) -> dict[str, Any]:
-        """The report front page's linked rows (report.front.FrontRows): the main table's
-        contrasts and runs by name, the ranking arms by label to their contrast against
-        free, the pairwise contrasts by name; and the runs of each contrast linked."""
-        arms = zip(self.paper_arms, self.ranking_vs_free(), strict=True)
-        ranking = {arm.label: contrast for arm, contrast in arms}
-        ranking |= {c: c for c in RANKING_PAIRWISE}
-        main = {n: n for n in [*self.contrasts_for("main"), *self.main_runs]}
-        linked = [*self.contrasts_for("main"), *ranking.values()]
-        return {
-            "main": main,
-            "ranking": ranking,
-            "contrasts": {c: (self.contrasts[c].treatment, self.contrasts[c].control)
-                          for c in linked},
-            "runs": self.main_runs,
-        }  # fmt: skip
-
     # resolving a run ---------------------------------------------------------
 
     def run_inputs(self, plan: RunPlan) -> RunInputs:
@@ -331,7 +320,7 @@ class WorkflowPlan:
             bank_chunks=plan.bank.chunks if plan.bank else None,
             split_file=protocol["tasks"]["split_file"],
             split=plan.split,
-            backends=dict(self.config["backends"]),
+            backends=self.backends,
             catalogue=paths.fill(paths.WORLD_CATALOGUE, world_dir=self.world_dir),
             system_prompt_file=protocol["prompt"]["system"],
             skill_template_file=protocol["prompt"]["skill_template"],
@@ -354,3 +343,21 @@ def weight_change_pair(config: Mapping[str, Any]) -> dict[str, dict[str, str]]:
         role: {"name": name, "path": config["checkpoints"][name]["path"]}
         for role, name in (("base", names[0]), ("final", names[-1]))
     }
+
+
+def front_rows(plan: WorkflowPlan) -> dict[str, Any]:
+    """The report front page's linked rows (report.front.FrontRows): the main table's
+    contrasts and runs by name, the ranking arms by label to their contrast against
+    free, the pairwise contrasts by name; and the runs of each contrast linked."""
+    arms = zip(plan.paper_arms, plan.ranking_vs_free(), strict=True)
+    ranking = {arm.label: contrast for arm, contrast in arms}
+    ranking |= {c: c for c in RANKING_PAIRWISE}
+    main = {n: n for n in [*plan.contrasts_for("main"), *plan.main_runs]}
+    linked = [*plan.contrasts_for("main"), *ranking.values()]
+    return {
+        "main": main,
+        "ranking": ranking,
+        "contrasts": {c: (plan.contrasts[c].treatment, plan.contrasts[c].control)
+                      for c in linked},
+        "runs": plan.main_runs,
+    }  # fmt: skip

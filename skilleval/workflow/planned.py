@@ -21,10 +21,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from skilleval import paths
+from skilleval.ablation.matrix import load_matrix
 from skilleval.errors import SkillevalError
+from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.durations import last_wall_s
+from skilleval.provenance.evidence import model_run_code, trainer_run_code
 from skilleval.runs.journal import archive_root
+from skilleval.runs.resolve import resolve
 from skilleval.workflow.plan import WorkflowPlan
+from skilleval.workflow.rule_inputs import AblationInputs
 
 # Rules whose jobs cost model-server or trainer time.
 PRICED_RULES = ("eval_run", "gate_masked_run", "ablation_run")
@@ -135,20 +140,12 @@ class KeptResults:
         return False
 
     def _run_kept(self, run: Any) -> bool:
-        from skilleval.provenance.evidence import model_run_code
-        from skilleval.runs.resolve import resolve
-
         code = model_run_code(self.scripts)
         fingerprint = resolve(self.plan.run_inputs(run), code).fingerprint
         return _kept(Path(paths.JOURNAL_ROOT), run.name, fingerprint)
 
     def _ablation_kept(self, run_id: str) -> bool:
         if self._ablation is None:
-            from skilleval.ablation.plan import load_matrix
-            from skilleval.provenance.digests import FileDigests
-            from skilleval.provenance.evidence import trainer_run_code
-            from skilleval.workflow.rule_inputs import AblationInputs
-
             matrix_file = self.config["ablation"]["matrix"]
             self._ablation = AblationInputs(
                 load_matrix(matrix_file),

@@ -86,11 +86,7 @@ def add_serve_world(sub: Any) -> None:
         help="where a request's missing sampling parameters come from, as in sglang: the "
         "checkpoint's generation_config.json (model, sglang's default) or OpenAI's defaults",
     )
-    serve.add_argument(
-        "--api-key",
-        help="the key every request but /health, /ready and /metrics must carry as its "
-        "bearer token (sglang's flag)",
-    )
+    serve.add_argument("--api-key", help="bearer token all but /health needs (sglang's flag)")
     serve.add_argument(
         "--identity-endpoints",
         choices=["current", "deprecated"],

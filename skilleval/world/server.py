@@ -30,8 +30,8 @@ from typing import Any
 from skilleval.checkpoints.layout import model_dir
 from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.records.policy import AssistantTurn, ToolCall
-from skilleval.serving.launcher import model_flags
 from skilleval.world.sampling import APPLIED_SAMPLING_PATH, ServerSampling
+from skilleval.world.sglang_identity import identity_replies, key_allows, launch_command
 from skilleval.world.shopsim import TOOLS, ShopEpisode, ShopWorld, Task, catalogue_from_json
 from skilleval.world.sim_policy import SimPolicy, weights_salt
 
@@ -108,36 +108,17 @@ def completion(model: str, message: dict[str, Any], turn: AssistantTurn) -> dict
     }
 
 
-def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict[str, Any]]:
-    """sglang's identity endpoints for the served model, in the shapes sglang 0.5.23 replies
-    with (``current``) or the shapes of the deprecated pair on older servers."""
-    parsers = {k: identity[k] for k in ("tool_call_parser", "reasoning_parser")}
-    server_info = {
-        "model_path": identity["model_path"],
-        "served_model_name": identity["served_model_name"],
-        "tp_size": identity["tp_size"],
-        "dp_size": identity["dp_size"],
-        **parsers,
-        "sampling_defaults": identity["sampling_defaults"],
-        "preferred_sampling_params": None,
-        "version": identity["version"],
-    }
-    if endpoints == "deprecated":
-        model_info = {"model_path": identity["model_path"], "is_generation": True}
-        return {"/get_model_info": model_info, "/get_server_info": server_info}
-    model_info = {
-        "model_path": identity["model_path"],
-        "served_model_name": identity["served_model_name"],
-        "tokenizer_path": identity["model_path"],
-        "is_generation": True,
-        "weight_version": "default",
-        "preferred_sampling_params": None,
-        **parsers,
-        "model_type": "shopsim",
-        "architectures": ["ShopSimPolicy"],
-    }
-    launched = {**server_info, "launch_command": identity["launch_command"]}
-    return {"/model_info": model_info, "/server_info": launched}
+# The replies of the faults that answer instead of the model: status, body, headers.
+FAULT_REPLIES: dict[str | None, tuple[int, Any, dict[str, str] | None]] = {
+    "429": (429, {"error": {"message": "Too Many Requests (injected)"}}, {"Retry-After": "0.05"}),
+    "503": (503, {"error": {"message": "Service Unavailable (injected)"}}, None),
+    "context_overflow": (
+        400,
+        {"object": "error", "message": CONTEXT_OVERFLOW, "code": 400, "type": "BadRequestError",
+         "param": None},
+        None,
+    ),
+}  # fmt: skip
 
 
 def model_handler(
@@ -154,11 +135,7 @@ def model_handler(
 
     class ModelHandler(JsonHandler):
         def refused(self) -> bool:
-            """sglang's --api-key: every path but health, readiness and metrics needs the
-            bearer token, else 401 (sglang/srt/utils/auth.py, decide_request_auth)."""
-            if not api_key or self.path.startswith(("/health", "/ready", "/metrics")):
-                return False
-            if self.headers.get("Authorization", "") == f"Bearer {api_key}":
+            if key_allows(api_key, self.path, self.headers.get("Authorization")):
                 return False
             self.reply(401, {"error": "Unauthorized"})
             return True
@@ -183,19 +160,8 @@ def model_handler(
                 self.reply(404, {"error": "not found"})
                 return
             fault = faults.draw()
-            if fault == "429":
-                self.reply(
-                    429,
-                    {"error": {"message": "Too Many Requests (injected)"}},
-                    {"Retry-After": "0.05"},
-                )
-                return
-            if fault == "503":
-                self.reply(503, {"error": {"message": "Service Unavailable (injected)"}})
-                return
-            if fault == "context_overflow":
-                error = {"object": "error", "message": CONTEXT_OVERFLOW, "code": 400}
-                self.reply(400, {**error, "type": "BadRequestError", "param": None})
+            if fault in FAULT_REPLIES:
+                self.reply(*FAULT_REPLIES[fault])
                 return
             time.sleep(faults.latency_s + (faults.slow_s if fault == "slow" else 0.0))
             kwargs = request.get("chat_template_kwargs") or {}
@@ -354,18 +320,6 @@ class WorldServers:
     def shutdown(self) -> None:
         for which in list(self.running):
             self.stop(which)
-
-
-def launch_command(identity: dict[str, Any]) -> str:
-    """The serve-world command line that serves this identity (sglang records its own)."""
-    flags = model_flags(
-        identity["model_path"],
-        identity["tp_size"],
-        identity["dp_size"],
-        identity["tool_call_parser"],
-        identity["reasoning_parser"],
-    )
-    return shlex.join(["skilleval", "serve-world", *flags])
 
 
 def start_servers(

@@ -1,0 +1,142 @@
+"""``skilleval trainer check OUT_ROOT``: which audit checks a trainer's output lets the
+workflow compute, read through the trainer contract (ablation.contract).
+
+Every check of the audit (ablation.audit) reads something the trainer wrote: the scores
+in its results file, keys of its effective config, lines of its log head. A check whose
+input is missing cannot be computed, and the audit would fail it; this command says so
+for one finished out_root before a matrix of runs is paid for, naming the contract key
+to point at the lab's own file or line. It fails closed: exit 1 if any check cannot be
+computed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skilleval.ablation.audit import AUDITED_KEYS, flatten, read_log
+from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
+from skilleval.ablation.matrix import load_matrix
+
+
+@dataclass(frozen=True)
+class Computable:
+    """One audit check: whether the trainer's output lets it be computed, and from what."""
+
+    check: str
+    computable: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"  {'can   ' if self.computable else 'cannot'} {self.check}: {self.detail}"
+
+
+def results_of(out_root: Path, contract: TrainerContract) -> tuple[dict[str, Any], str] | None:
+    """The trainer's results and where they were: kept by a build, else as written."""
+    for name in (KEPT_RESULTS_FILE, contract.results_file):
+        path = out_root / name
+        if path.is_file():
+            return json.loads(path.read_text()), str(path)
+    return None
+
+
+def trainer_check(out_root: Path, contract: TrainerContract) -> list[Computable]:
+    """What each audit check would read in ``out_root``, found or missing."""
+    found: list[Computable] = []
+    results = results_of(out_root, contract)
+    if results is None:
+        where = f"no {contract.results_file} in {out_root} (trainer.contract.results_file)"
+        found += [Computable("scores", False, where), Computable("empty_responses", False, where)]
+    else:
+        data, path = results
+        missing = [k for k in SCORE_KEYS if k not in data]
+        scores = f"{path} lacks {missing}" if missing else f"{', '.join(SCORE_KEYS)} from {path}"
+        found.append(Computable("scores", not missing, scores))
+        empty = "empty_response_fraction" in data
+        said = f"from {path}" if empty else f"{path} does not say empty_response_fraction"
+        found.append(Computable("empty_responses", empty, said))
+    config_path = out_root / contract.config_file
+    config = flatten(json.loads(config_path.read_text())) if config_path.is_file() else None
+    keys = {
+        "only_declared_keys_differ": [],
+        **{name: [key] for name, key in AUDITED_KEYS},
+        "gate_and_test_on": ["evaluation.use_gate", "evaluation.eval_test"],
+        "unique_out_root": ["env.out_root"],
+    }
+    for check, needed in keys.items():
+        if config is None:
+            found.append(
+                Computable(check, False, f"no {config_path} (trainer.contract.config_file)")
+            )
+            continue
+        absent = [k for k in needed if k not in config]
+        said = f"{config_path} has no {', '.join(absent)}" if absent else f"from {config_path}"
+        found.append(Computable(check, not absent, said))
+    return [*found, *log_checks(out_root, contract, config)]
+
+
+def log_checks(
+    out_root: Path, contract: TrainerContract, config: dict[str, Any] | None
+) -> list[Computable]:
+    """The checks that read the trainer's log head (and the batch settings of its config)."""
+    found: list[Computable] = []
+    log, log_path = read_log(out_root, contract)
+    head = log.splitlines()[: contract.log_head_lines]
+    where = f"the log head ({log_path}, first {contract.log_head_lines} lines)"
+
+    def line_of(name: str) -> str | None:
+        pattern = contract.pattern(name)
+        lines = (f"{log_path} line {n}" for n, text in enumerate(head, 1) if pattern.search(text))
+        return next(lines, None)
+
+    def no_line(name: str) -> str:
+        return (
+            f"{where} has no line matching trainer.contract.log_lines.{name} "
+            f"({contract.log_lines[name]!r})"
+        )
+
+    if log_path is None:
+        logs = ", ".join(contract.log_files)
+        for check in ("batch_logic", "started_after_fixes", "no_rate_limit_errors", "no_crash"):
+            found.append(Computable(check, False, f"no log ({logs}; trainer.contract.log_files)"))
+        return found
+    lines = {name: line_of(name) for name in ("train_size", "batch_sizes", "start")}
+    absent = [n for n in ("train_size", "batch_sizes") if lines[n] is None]
+    settings = ("train.batch_size", "train.accumulation")
+    unset = [k for k in settings if config is None or k not in config]
+    gaps = [no_line(n) for n in absent] + [f"the config has no {k}" for k in unset]
+    batches = f"train size from {lines['train_size']}, batch sizes from {lines['batch_sizes']}"
+    found.append(Computable("batch_logic", not gaps, "; ".join(gaps) or batches))
+    start = lines["start"]
+    said = f"start from {start}" if start else no_line("start")
+    found.append(Computable("started_after_fixes", start is not None, said))
+    for check in ("no_rate_limit_errors", "no_crash"):
+        found.append(Computable(check, True, f"searched in {log_path}"))
+    return found
+
+
+def cmd_trainer_check(args: argparse.Namespace) -> int:
+    contract = TrainerContract.of(load_matrix(args.matrix))
+    found = trainer_check(Path(args.out_root), contract)
+    cannot = [f for f in found if not f.computable]
+    print(f"trainer output {args.out_root}, read through the contract of {args.matrix}:")
+    print("\n".join(f.line() for f in found))
+    print(
+        f"{len(found) - len(cannot)} of {len(found)} audit checks can be computed"
+        + (f"; the audit would fail {', '.join(f.check for f in cannot)}" if cannot else "")
+    )
+    return 1 if cannot else 0
+
+
+def add_trainer_command(sub: Any) -> None:
+    trainer = sub.add_parser("trainer", help="the ablation trainer: check what it writes")
+    commands = trainer.add_subparsers(dest="trainer_command", required=True)
+    check = commands.add_parser(
+        "check", help="which audit checks one finished out_root lets the workflow compute"
+    )
+    check.add_argument("out_root", help="a finished run's out_root")
+    check.add_argument("--matrix", default="config/ablation/matrix.yaml", help="ablation matrix")
+    check.set_defaults(func=cmd_trainer_check)

@@ -1,0 +1,121 @@
+"""``skilleval env check``: the environment adapter's contract, run against the live server
+before any card is paid for.
+
+It opens a few episodes of the protocol's split through the configured adapter (built in
+or a lab's), two of them at once, and runs skilleval/env/contract.py on them: tools, start,
+steps on every tool with missing and unusable arguments and on an unknown tool, rewards'
+range and stability, close twice. Each violation is printed with its fix. A model run
+checks the tools and start part itself before it leases a card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skilleval.env.adapters import BUILT_IN, find_adapter
+from skilleval.env.contract import contract_violations, fix_for
+from skilleval.errors import SkillevalError
+from skilleval.runs.backends import make_environment
+from skilleval.runs.inputs import RunInputs
+from skilleval.serving.outage import RetryLedger
+from skilleval.workflow.plan import WorkflowPlan
+
+
+@dataclass(frozen=True)
+class EnvCheck:
+    """What was checked and what broke."""
+
+    adapter: str
+    url: str | None
+    task_ids: list[str]
+    violations: list[str]
+
+    def report(self) -> str:
+        where = f" at {self.url}" if self.url else ""
+        head = f"environment adapter {self.adapter}{where}, tasks {', '.join(self.task_ids)}:"
+        if not self.violations:
+            return f"{head} keeps the contract (skilleval/env/contract.py)"
+        lines = [f"{head} {len(self.violations)} violation(s) of skilleval/env/contract.py"]
+        for problem in self.violations:
+            lines += [f"  - {problem}", f"    fix: {fix_for(problem)}"]
+        return "\n".join(lines)
+
+
+def protocol_inputs(config: Mapping[str, Any], protocol: str | None) -> RunInputs:
+    """The inputs of the first run of ``protocol`` (of the only protocol runs use, if
+    none is named), with the config's execution settings (the server's address)."""
+    plan = WorkflowPlan(config)
+    used = sorted({run.protocol for run in plan.runs.values()})
+    name = protocol or (used[0] if len(used) == 1 else None)
+    if name is None or name not in used:
+        raise SkillevalError(
+            f"name the protocol to check with --protocol, one of those runs use: {', '.join(used)}"
+        )
+    run = next(r for r in plan.runs.values() if r.protocol == name)
+    return plan.run_inputs(run).executed_with(config)
+
+
+def split_task_ids(split_file: str, split: str, n_tasks: int) -> list[str]:
+    if not Path(split_file).is_file():
+        raise SkillevalError(
+            f"the split file {split_file} does not exist yet; build it first "
+            f"(snakemake {split_file}) or point tasks.split_file at the lab's split"
+        )
+    tasks = json.loads(Path(split_file).read_text())[split]
+    return [str(task["task_id"]) for task in tasks[:n_tasks]]
+
+
+def env_check(
+    config: Mapping[str, Any], protocol: str | None = None, n_tasks: int = 3, wait_s: float = 0
+) -> EnvCheck:
+    """The contract run on the protocol's environment; ``wait_s``: how long a busy or
+    unreachable server is waited for (a run waits its outage budget)."""
+    inputs = protocol_inputs(config, protocol)
+    backend = inputs.backends["environment"]
+    adapter = backend if backend in BUILT_IN else find_adapter(backend).identity
+    task_ids = split_task_ids(inputs.split_file, inputs.split, max(n_tasks, 2))
+    settings = inputs.protocol["environment"]
+    environment = make_environment(
+        backend,
+        inputs.catalogue,
+        inputs.split_file,
+        inputs.split,
+        settings,
+        RetryLedger(),
+        wait_s,
+        inputs.backends.get("environment_adapter"),
+    )
+    violations = contract_violations(environment, task_ids)
+    url = None if backend == "shopsim" else settings.get("url")
+    return EnvCheck(adapter, url, task_ids, violations)
+
+
+def cmd_env_check(args: argparse.Namespace) -> int:
+    from skilleval.workflow.as_snakemake import snakemake_config
+
+    config = snakemake_config(Path(args.root), args.configfile or [], args.profile)
+    checked = env_check(config, args.protocol, args.tasks, args.wait)
+    print(checked.report())
+    return 1 if checked.violations else 0
+
+
+def add_env_command(sub: Any) -> None:
+    env = sub.add_parser("env", help="the environment adapter: check it against its server")
+    commands = env.add_subparsers(dest="env_command", required=True)
+    check = commands.add_parser(
+        "check", help="run the adapter contract on a few episodes of the live environment"
+    )
+    check.add_argument("--configfile", action="extend", nargs="+", help="as given to snakemake")
+    check.add_argument("--profile", help="as given to snakemake")
+    check.add_argument("--root", default=".", help="workflow directory")
+    check.add_argument("--protocol", help="the protocol whose environment to check")
+    check.add_argument("--tasks", type=int, default=3, help="episodes to open (two at least)")
+    check.add_argument(
+        "--wait", type=float, default=0.0, help="seconds to wait for a busy or absent server"
+    )
+    check.set_defaults(func=cmd_env_check)

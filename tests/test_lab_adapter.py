@@ -1,0 +1,237 @@
+"""A lab's own environment adapter as a plug-in, and the live contract check.
+
+The lab adapter is tests/data/lab_env, a package outside skilleval installed into the test
+venv by the README's test command and registered as the entry point ``lab-shop``: the
+template of docs/templates/lab_environment filled in for skilleval serve-world's server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from skilleval.env.adapters import find_adapter
+from skilleval.errors import SkillevalError
+from skilleval.runs import evaluation
+from skilleval.workflow.env_check import env_check
+from skilleval.world.server import start_servers
+from tests.conftest import REPO, run_inputs, small_paper_sources, snakemake
+
+LAB_ENV = REPO / "tests" / "data" / "lab_env"
+
+
+@contextmanager
+def environment_server(world: Path) -> Iterator[str]:
+    weights = world / "checkpoints" / "base" / "model.safetensors"
+    servers = start_servers(str(weights), str(world), seed=20260830)
+    try:
+        yield servers.env_url
+    finally:
+        servers.shutdown()
+
+
+def test_the_lab_adapter_is_found_by_its_entry_point_without_running_it() -> None:
+    found = find_adapter("lab-shop")
+    assert found.target == "lab_env.adapter:LabShop"
+    assert (found.distribution, found.version) == ("skilleval-test-lab-env", "0.1.0")
+    assert Path(found.module_file).resolve() == (LAB_ENV / "lab_env" / "adapter.py").resolve()
+    assert found.module_digest in found.identity and str(LAB_ENV) not in found.identity
+    assert find_adapter("lab_env.adapter:LabShop").module_digest == found.module_digest
+    with pytest.raises(SkillevalError) as refused:
+        find_adapter("lab-shopp")
+    said = str(refused.value)
+    assert "no such entry point, and not an import path (did you mean lab-shop?)" in said
+    assert "group (lab-shop)" in said and "fix: install the adapter's package" in said
+
+
+def lab_overlay(url: str) -> str:
+    protocol = {"environment": {"url": url}}
+    overlay = {"backends": {"environment": "lab-shop"}, "protocols": {"local-sglang": protocol}}
+    return yaml.safe_dump(overlay)
+
+
+@pytest.mark.slow
+def test_a_lab_adapter_builds_the_paper_and_its_code_is_in_every_runs_identity(
+    tmp_path: Path,
+) -> None:
+    workdir = small_paper_sources(tmp_path / "graph")
+    world = ["results/world/catalogue.json", "results/world/persona_splits.v1.json"]
+    snakemake(workdir, "-j", "2", *world, "results/world/checkpoints/base/model.safetensors")
+    lab = ("--configfile", "config/small.yaml", "config/lab.yaml")
+    stale = [sys.executable, "-m", "skilleval.cli", "stale", "--json", "paper", *lab]
+    with environment_server(workdir / "results" / "world") as url:
+        (workdir / "config" / "lab.yaml").write_text(lab_overlay(url))
+        snakemake(workdir, "-j", "2", "paper", *lab)
+        clean = subprocess.run(stale, cwd=workdir, capture_output=True, text=True)
+        # An edit to the adapter's module: the same package, found first on the path.
+        edited = tmp_path / "edited"
+        shutil.copytree(LAB_ENV / "lab_env", edited / "lab_env")
+        module = edited / "lab_env" / "adapter.py"
+        module.write_text(module.read_text().replace("timeout=30.0", "timeout=45.0"))
+        env = {**os.environ, "PYTHONPATH": f"{edited}{os.pathsep}{workdir}"}
+        told = subprocess.run(stale, cwd=workdir, capture_output=True, text=True, env=env)
+    summary = json.loads((workdir / "results/runs/base-S0/summary.json").read_text())
+    assert summary["coverage"] == 1.0
+    assert summary["backends"] == {
+        "environment": "lab-shop",
+        "environment_adapter": find_adapter("lab-shop").identity,
+        "model_server": "none",
+        "policy": "sim",
+    }
+    assert json.loads(clean.stdout) == [], clean.stderr
+    planned = json.loads(told.stdout)
+    model_runs = [job for job in planned if job["rule"] in ("eval_run", "gate_masked_run")]
+    assert model_runs and {job["cost"]["kind"] for job in model_runs} == {"certain"}
+    summaries = {o for job in model_runs for o in job["outputs"] if o.endswith("summary.json")}
+    built = {*(workdir / "results" / "runs").glob("*/summary.json")}
+    built |= {*(workdir / "results" / "gate").rglob("summary.json")}
+    assert summaries == {str(path.relative_to(workdir)) for path in built}
+
+
+class BrokenShop(BaseHTTPRequestHandler):
+    """The environment wire (skilleval/env/wire.py) with one thing broken, by ``broken``."""
+
+    broken = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def reply(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def body(self) -> Any:
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+
+    def do_GET(self) -> None:
+        if self.path == "/info":
+            function = {"name": "search", "parameters": {"type": "object"}}
+            tool = {"type": "function", "function": function}
+            tools = ["search"] if self.broken == "tools" else [tool]
+            self.reply(200, {"slots": 8, "world": "broken", "tools": tools})
+        else:  # rewards
+            reward = 1.7 if self.broken == "reward" else 0.5
+            self.reply(200, {"reward": reward, "r_success": 0.0})
+
+    def do_POST(self) -> None:
+        request = self.body()
+        if self.path == "/episodes":
+            task = request["task_id"]
+            self.reply(200, {"episode_id": f"e-{task}", "instruction": f"Buy for {task}."})
+        elif self.broken == "step":
+            self.reply(500, {"error": "Internal Server Error"})
+        else:
+            self.reply(200, {"observation": "no such product", "done": False})
+
+    def do_DELETE(self) -> None:
+        self.reply(200, {})
+
+
+@contextmanager
+def broken_server(broken: str) -> Iterator[str]:
+    handler = type("Broken", (BrokenShop,), {"broken": broken})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def world_config(world: Path, url: str, environment: str = "http") -> dict[str, Any]:
+    """The shipped config on ``world``, its environment at ``url`` through ``environment``."""
+    inputs = run_inputs(world)
+    config: dict[str, Any] = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["world"]["dir"] = str(world)
+    protocol = config["protocols"]["local-sglang"]
+    protocol["tasks"]["split_file"] = inputs.split_file
+    protocol["prompt"]["system"] = inputs.system_prompt_file
+    protocol["prompt"]["skill_template"] = inputs.skill_template_file
+    protocol["environment"]["url"] = url
+    config["backends"]["environment"] = environment
+    return config
+
+
+@pytest.mark.parametrize("adapter", ["http", "lab-shop"])
+def test_env_check_passes_against_serve_world(small_world: Path, adapter: str) -> None:
+    with environment_server(small_world) as url:
+        checked = env_check(world_config(small_world, url, adapter))
+    assert checked.violations == [], checked.report()
+    assert "keeps the contract" in checked.report() and len(checked.task_ids) == 3
+
+
+BREAKS = {
+    "tools": ("tool 0 is not {'type': 'function', 'function': {...}}", "unique names"),
+    "reward": ("reward 1.7 is not in [0, 1]", "'reward' in [0, 1]"),
+    "step": ("step('search', {}) raised InfrastructureError", "answer an unknown tool"),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BREAKS))
+def test_env_check_names_each_violation_of_a_broken_server_with_its_fix(
+    small_world: Path, broken: str
+) -> None:
+    problem, fix = BREAKS[broken]
+    with broken_server(broken) as url:
+        checked = env_check(world_config(small_world, url))
+    report = checked.report()
+    assert any(problem in v for v in checked.violations), report
+    assert "    fix: " in report and fix in report, report
+
+
+def test_a_model_run_on_a_broken_environment_stops_before_it_leases_a_card(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_server(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("a card was leased and a server started")
+
+    monkeypatch.setattr(evaluation, "served", no_server)
+    with broken_server("tools") as url:
+        inputs = run_inputs(small_world)
+        environment = {**inputs.protocol["environment"], "url": url}
+        inputs = replace(
+            inputs,
+            protocol={**inputs.protocol, "environment": environment},
+            backends={**inputs.backends, "environment": "http", "model_server": "process"},
+        )
+        with pytest.raises(SkillevalError) as refused:
+            evaluation.evaluate(inputs, *(str(tmp_path / name) for name in ("r", "s", "j")))
+    said = str(refused.value)
+    assert "breaks the contract" in said and "before it leases a card" in said
+    assert "tool 0 is not" in said and "fix: tools() must return" in said
+    assert not (tmp_path / "s").exists()
+
+
+def test_the_template_adapter_lists_what_to_fill(tmp_path: Path) -> None:
+    """The shipped template imports, and each call it leaves to the lab says so."""
+    shutil.copytree(REPO / "docs" / "templates" / "lab_environment", tmp_path / "template")
+    sys.path.insert(0, str(tmp_path / "template"))
+    try:
+        from lab_environment.adapter import LabEnvironment  # type: ignore[import-not-found]
+
+        environment = LabEnvironment({"url": "http://lab:5700", "slots": 4, "options": {}})
+        with pytest.raises(NotImplementedError, match=r"FILL LabEnvironment\.tools"):
+            environment.tools()
+    finally:
+        sys.path.remove(str(tmp_path / "template"))
+        sys.modules.pop("lab_environment.adapter", None)
+        sys.modules.pop("lab_environment", None)
