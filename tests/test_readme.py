@@ -161,5 +161,17 @@ def test_the_pdf_the_readme_builds_passes_its_layout_check(
         "fig:contrasts",
         "fig:ablation",
     }
+    # Table 1's p_Holm column reads in the PDF as the table's sources write it (OT1 without
+    # the escape printed "<0.001" as "¡0.001").
+    import pandas as pd
+    from pypdf import PdfReader
+
+    from skilleval.report.tables import fmt_p
+
+    text = " ".join(page.extract_text() for page in PdfReader(workdir / "paper" / "main.pdf").pages)
+    assert "¡" not in text and "¿" not in text
+    contrasts = pd.read_csv(workdir / "paper" / "tables" / "main_contrasts.csv", comment="#")
+    shown = [fmt_p(p) for p in contrasts["p_holm"].dropna()]
+    assert shown and all(p in text for p in shown), (shown, text[:2000])
     # LaTeX's products stay out of the sources.
     assert sorted(p.name for p in (workdir / "paper").glob("main.*")) == ["main.pdf", "main.tex"]

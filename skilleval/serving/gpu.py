@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skilleval.errors import GpuLeaseError, locate
+from skilleval.serving.probe import query_gpus
 from skilleval.storage.records import Record
 
 if TYPE_CHECKING:
@@ -232,8 +233,6 @@ def scheduler_cards() -> list[int] | None:
 
 def host_inventory() -> dict[int, str] | None:
     """Card index -> UUID as nvidia-smi numbers the host's cards; None without nvidia-smi."""
-    from skilleval.serving.probe import query_gpus
-
     found = query_gpus("uuid")
     return None if found is None else {int(index): uuid for index, uuid in found.items()}
 

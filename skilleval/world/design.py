@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from skilleval import paths
+
 # Per-decision logits at temperature 1 (order of DECISIONS) and skill receptivity, of the
 # untrained and of the trained checkpoint.
 BASE_PARAMETERS = ((0.83, -0.24, -0.24, 0.0), 1.0)
@@ -82,8 +84,6 @@ class WorldDesign:
 
     def generated_files(self) -> list[str]:
         """The registered inputs the generator writes: checkpoints, banks and split file."""
-        from skilleval import paths
-
         checkpoints = [
             paths.fill(paths.WORLD_CHECKPOINT, world_dir=self.world_dir, checkpoint=name)
             for name in self.checkpoints
@@ -96,8 +96,6 @@ class WorldDesign:
 
 def _world_name(path: str, template: str, world_dir: str, field: str) -> str | None:
     """The name a world path gives its file (checkpoints/<name>/..., banks/<name>.md)."""
-    from skilleval import paths
-
     candidate = Path(path).parent.name if field == "checkpoint" else Path(path).stem
     expected = paths.fill(template, world_dir=world_dir, **{field: candidate})
     return candidate if Path(expected) == Path(path) else None
@@ -111,8 +109,6 @@ def chunk_id(bank: str, index: int) -> str:
 def world_bank_chunk_ids(config: Mapping[str, Any], path: str, chunks: int) -> list[str] | None:
     """The chunk ids the world writes to the bank at ``path``; None when it writes no bank
     there (a bank file of the user's own)."""
-    from skilleval import paths
-
     name = _world_name(path, paths.WORLD_BANK, str(config["world"]["dir"]), "bank")
     return None if name is None else [chunk_id(name, i) for i in range(chunks)]
 
@@ -145,8 +141,6 @@ def bank_design(name: str, role: str, chunks: int) -> BankDesign:
 def world_design(config: Mapping[str, Any]) -> WorldDesign:
     """What the world generates for this config: every checkpoint and bank registered at
     a world path (checkpoints/<name>/model.safetensors, banks/<name>.md under world.dir)."""
-    from skilleval import paths
-
     world_dir = str(config["world"]["dir"])
     names = [
         _world_name(c["path"], paths.WORLD_CHECKPOINT, world_dir, "checkpoint")
