@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from skilleval.env.adapters import find_adapter
 from skilleval.errors import SkillevalError
 from skilleval.runs import evaluation
 from skilleval.workflow.env_check import env_check
-from skilleval.world.server import start_servers
+from skilleval.world.server import JsonHandler, start_servers
 from tests.conftest import REPO, run_inputs, small_paper_sources, snakemake
 
 LAB_ENV = REPO / "tests" / "data" / "lab_env"
@@ -101,24 +101,10 @@ def test_a_lab_adapter_builds_the_paper_and_its_code_is_in_every_runs_identity(
     assert summaries == {str(path.relative_to(workdir)) for path in built}
 
 
-class BrokenShop(BaseHTTPRequestHandler):
+class BrokenShop(JsonHandler):
     """The environment wire (skilleval/env/wire.py) with one thing broken, by ``broken``."""
 
     broken = ""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def reply(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def body(self) -> Any:
-        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
 
     def do_GET(self) -> None:
         if self.path == "/info":
