@@ -351,6 +351,18 @@ def test_trainer_check_says_which_audit_checks_a_trainers_output_allows(
     assert "can    batch_logic" in declared.stdout, declared.stdout
     checks = {c["name"]: c for c in audit_run(run, lab, run.summary_path)["checks"]}
     assert "batches from" in checks["batch_logic"]["detail"]
+    # A trainer that does not report its empty responses: named, and failed, never 0 %.
+    summary = Path(run.summary_path)
+    recorded = json.loads(summary.read_text())
+    summary.write_text(json.dumps({**recorded, "empty_response_fraction": None}))
+    kept = out_root / "trainer_summary.json"
+    kept.write_text(json.dumps({**json.loads(kept.read_text()), "empty_response_fraction": None}))
+    silent = trainer_check_cli(out_root, lab, tmp_path)
+    assert "cannot empty_responses" in silent.stdout and silent.returncode == 1
+    audit = audit_run(run, lab, run.summary_path)
+    assert any(
+        r.startswith("empty_responses: the trainer did not report") for r in audit["reasons"]
+    )
 
 
 def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_record(

@@ -52,10 +52,10 @@ def trainer_check(out_root: Path, contract: TrainerContract) -> list[Computable]
         found += [Computable("scores", False, where), Computable("empty_responses", False, where)]
     else:
         data, path = results
-        missing = [k for k in SCORE_KEYS if k not in data]
+        missing = [k for k in SCORE_KEYS if data.get(k) is None]
         scores = f"{path} lacks {missing}" if missing else f"{', '.join(SCORE_KEYS)} from {path}"
         found.append(Computable("scores", not missing, scores))
-        empty = "empty_response_fraction" in data
+        empty = data.get("empty_response_fraction") is not None
         said = f"from {path}" if empty else f"{path} does not say empty_response_fraction"
         found.append(Computable("empty_responses", empty, said))
     config_path = out_root / contract.config_file
