@@ -58,7 +58,13 @@ def timed(workdir: Path, module: str, *args: str) -> float:
 
 
 def paper_graph(root: Path) -> Path:
+    """The small paper, built; a copy of SKILLEVAL_BENCH_BUILT_GRAPH where the caller has
+    one built already (the test suite's), which only the no-op runs below are timed on."""
     workdir = root / "paper-graph"
+    built = os.environ.get("SKILLEVAL_BENCH_BUILT_GRAPH")
+    if built:
+        shutil.copytree(built, workdir, symlinks=True)
+        return workdir
     workdir.mkdir()
     for part in PARTS:
         source = REPO / part

@@ -28,7 +28,7 @@ from skilleval.errors import SkillevalError
 from skilleval.runs import evaluation
 from skilleval.workflow.env_check import env_check
 from skilleval.world.server import JsonHandler, start_servers
-from tests.conftest import REPO, run_inputs, small_paper_sources, snakemake
+from tests.conftest import REPO, run_inputs, snakemake
 
 LAB_ENV = REPO / "tests" / "data" / "lab_env"
 
@@ -65,24 +65,37 @@ def lab_overlay(url: str) -> str:
 
 @pytest.mark.slow
 def test_a_lab_adapter_builds_the_paper_and_its_code_is_in_every_runs_identity(
-    tmp_path: Path,
+    small_paper: Path, tmp_path: Path
 ) -> None:
-    workdir = small_paper_sources(tmp_path / "graph")
-    world = ["results/world/catalogue.json", "results/world/persona_splits.v1.json"]
-    snakemake(workdir, "-j", "2", *world, "results/world/checkpoints/base/model.safetensors")
+    """The small paper, built with the built-in adapter, moved to the lab's: every model
+    run is certain (a new adapter identity), the rest is kept."""
+    workdir = small_paper
     lab = ("--configfile", "config/small.yaml", "config/lab.yaml")
     stale = [sys.executable, "-m", "skilleval.cli", "stale", "--json", "paper", *lab]
+
+    def certain(env: dict[str, str] | None = None) -> set[str]:
+        done = subprocess.run(stale, cwd=workdir, capture_output=True, text=True, env=env)
+        planned = json.loads(done.stdout)
+        runs = [job for job in planned if job["rule"] in ("eval_run", "gate_masked_run")]
+        assert all(job["cost"]["kind"] == "certain" for job in runs), runs
+        return {o for job in runs for o in job["outputs"] if o.endswith("summary.json")}
+
+    built = {*(workdir / "results" / "runs").glob("*/summary.json")}
+    built |= {*(workdir / "results" / "gate").rglob("summary.json")}
+    every_model_run = {str(path.relative_to(workdir)) for path in built}
     with environment_server(workdir / "results" / "world") as url:
         (workdir / "config" / "lab.yaml").write_text(lab_overlay(url))
+        assert certain() == every_model_run
         snakemake(workdir, "-j", "2", "paper", *lab)
-        clean = subprocess.run(stale, cwd=workdir, capture_output=True, text=True)
+        assert certain() == set()
         # An edit to the adapter's module: the same package, found first on the path.
         edited = tmp_path / "edited"
         shutil.copytree(LAB_ENV / "lab_env", edited / "lab_env")
         module = edited / "lab_env" / "adapter.py"
         module.write_text(module.read_text().replace("timeout=30.0", "timeout=45.0"))
-        env = {**os.environ, "PYTHONPATH": f"{edited}{os.pathsep}{workdir}"}
-        told = subprocess.run(stale, cwd=workdir, capture_output=True, text=True, env=env)
+        assert certain({**os.environ, "PYTHONPATH": f"{edited}{os.pathsep}{workdir}"}) == (
+            every_model_run
+        )
     summary = json.loads((workdir / "results/runs/base-S0/summary.json").read_text())
     assert summary["coverage"] == 1.0
     assert summary["backends"] == {
@@ -91,14 +104,6 @@ def test_a_lab_adapter_builds_the_paper_and_its_code_is_in_every_runs_identity(
         "model_server": "none",
         "policy": "sim",
     }
-    assert json.loads(clean.stdout) == [], clean.stderr
-    planned = json.loads(told.stdout)
-    model_runs = [job for job in planned if job["rule"] in ("eval_run", "gate_masked_run")]
-    assert model_runs and {job["cost"]["kind"] for job in model_runs} == {"certain"}
-    summaries = {o for job in model_runs for o in job["outputs"] if o.endswith("summary.json")}
-    built = {*(workdir / "results" / "runs").glob("*/summary.json")}
-    built |= {*(workdir / "results" / "gate").rglob("summary.json")}
-    assert summaries == {str(path.relative_to(workdir)) for path in built}
 
 
 class BrokenShop(JsonHandler):
