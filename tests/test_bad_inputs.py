@@ -160,6 +160,9 @@ CASES: dict[str, Case] = {
         "checkpoints.final.path",
     ),
     "bank not markdown": Case(CONFIG, setter("banks/ST/path", "banks/st.txt"), "banks.ST.path"),
+    "unknown environment adapter": Case(
+        CONFIG, setter("backends/environment", "lab-shopp"), "backends.environment"
+    ),
     "unknown bank role": Case(CONFIG, setter("banks/ST/role", "best"), "banks.ST.role"),
     "bank of no chunks": Case(CONFIG, setter("banks/ST/chunks", 0), "banks.ST.chunks"),
     "run names unknown bank": Case(CONFIG, setter("runs/base-S0/bank", "S9"), "runs.base-S0.bank"),

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from skilleval.env.adapters import find_adapter
+from skilleval.env.adapters import find_adapter, make_adapter
 from skilleval.errors import SkillevalError
 from skilleval.runs import evaluation
 from skilleval.workflow.env_check import env_check
@@ -55,6 +55,16 @@ def test_the_lab_adapter_is_found_by_its_entry_point_without_running_it() -> Non
     said = str(refused.value)
     assert "no such entry point, and not an import path (did you mean lab-shop?)" in said
     assert "group (lab-shop)" in said and "fix: install the adapter's package" in said
+
+
+def test_a_job_refuses_an_adapter_changed_after_planning() -> None:
+    planned = find_adapter("lab-shop").identity
+    settings = {"url": "http://127.0.0.1:5700", "slots": 2}
+    assert make_adapter("lab-shop", planned, settings).tools  # the planned code: made
+    changed = planned.replace("sha256:", "sha256:0")
+    with pytest.raises(SkillevalError, match="changed after the graph was planned") as refused:
+        make_adapter("lab-shop", changed, settings)
+    assert "re-run snakemake" in str(refused.value)
 
 
 def lab_overlay(url: str) -> str:
