@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from filelock import FileLock
 from skilleval.runs.inputs import RunInputs
 from skilleval.skills.bank import Prompt
 from skilleval.workflow.plan import WorkflowPlan
-from skilleval.workflow.planned import parse_jobs
+from skilleval.workflow.planned import PlannedJob, plan_options, read_plan_file
 from skilleval.world.design import world_design
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
 from skilleval.world.server import start_servers
@@ -287,12 +288,19 @@ def skilleval_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]
     return subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
 
 
+def planned(workdir: Path, *args: str) -> list[PlannedJob]:
+    """The jobs of ``snakemake -n ARGS`` in ``workdir``, read as ``skilleval stale`` reads
+    them: from the plan file of the logger plugin (skilleval.workflow.planned)."""
+    with tempfile.TemporaryDirectory(prefix="plan-") as scratch:
+        plan_file = Path(scratch) / "plan.jsonl"
+        snakemake(workdir, "-n", *plan_options(plan_file), *args)
+        return read_plan_file(plan_file)
+
+
 def dry_run_outputs(workdir: Path, *args: str) -> dict[str, set[str]]:
-    """Rule name -> outputs of the jobs a dry run would execute, read as `skilleval stale`
-    reads them (skilleval.workflow.planned.parse_jobs)."""
-    done = snakemake(workdir, "-n", *args)
+    """Rule name -> outputs of the jobs a dry run would execute."""
     jobs: dict[str, set[str]] = {}
-    for job in parse_jobs(done.stdout + done.stderr):
+    for job in planned(workdir, *args):
         jobs.setdefault(job.rule, set()).update(job.outputs)
     return jobs
 

@@ -10,8 +10,7 @@ import yaml
 
 from skilleval.serving.gpu import cards_for
 from skilleval.serving.sizing import run_job_size
-from skilleval.workflow.planned import parse_jobs
-from tests.conftest import REPO, load_default_config, snakemake
+from tests.conftest import REPO, load_default_config, planned, snakemake
 
 
 def dry(workflow_copy: Path, profile: str, *args: str) -> str:
@@ -69,13 +68,14 @@ def test_slurm_jobs_are_sized_from_the_protocol_and_a_site_overrides_them(
     site = ("--configfile", "config/examples/cluster-environment.yaml")
     server = load_default_config()["protocols"]["local-sglang"]["model_server"]
     launched = run_job_size("process", server, [], workflow_copy / "none.json")
-    (run,) = [j for j in parse_jobs(dry(workflow_copy, "slurm", *site)) if j.rule == "eval_run"]
+    slurm = ("--profile", "profiles/slurm", "-f", "results/runs/base-free/summary.json")
+    (run,) = [j for j in planned(workflow_copy, *slurm, *site) if j.rule == "eval_run"]
     assert run.resources["cpus_per_task"] == str(launched.cpus_per_task)
     # the world's checkpoint is not built yet: its weights count 0 MB
     assert run.resources["mem_mb"] == str(launched.mem_mb)
     assert run.resources["runtime"] == str(launched.runtime)
-    overridden = dry(workflow_copy, "slurm", *site, "--set-resources", "eval_run:mem_mb=99999")
-    (run,) = [j for j in parse_jobs(overridden) if j.rule == "eval_run"]
+    overridden = ("--set-resources", "eval_run:mem_mb=99999", *site)
+    (run,) = [j for j in planned(workflow_copy, *slurm, *overridden) if j.rule == "eval_run"]
     assert run.resources["mem_mb"] == "99999"
 
 

@@ -2,7 +2,8 @@
 
 skilleval/workflow/snakemake_internals.py reads the Workflow object; the logger plugin
 (skilleval/progress/handler.py) recognises a few of Snakemake's messages; `skilleval
-stale` reads the dry run's job listing (skilleval/workflow/planned.py). A Snakemake
+stale` reads the dry run's JOB_INFO and RUN_INFO events through that plugin
+(skilleval/workflow/planned.py). A Snakemake
 release that changes one of them fails here, naming it, before a build misreads it.
 """
 
@@ -18,8 +19,9 @@ import pytest
 import snakemake.logging
 import snakemake.scheduling.job_scheduler
 
+from skilleval.errors import SkillevalError
 from skilleval.progress.handler import AFTER_A_STOP, BUILD_FAILED, INTERRUPTED_JOB, SELECTING
-from skilleval.workflow.planned import parse_jobs
+from skilleval.workflow.planned import PlannedJob, plan_options, read_plan_file
 
 PROBE = """
 import json
@@ -48,7 +50,7 @@ onstart:
 
 
 @pytest.fixture(scope="module")
-def probed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, object], str]:
+def probed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, object], list[PlannedJob]]:
     workdir = tmp_path_factory.mktemp("internals")
     (workdir / "Snakefile").write_text(PROBE)
     (workdir / "extra.yaml").write_text("a: 1\n")
@@ -59,18 +61,19 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, object],
     ]  # fmt: skip
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    plan_file = workdir / "plan.jsonl"
     dry = subprocess.run(
-        [sys.executable, "-m", "snakemake", "out/y.txt", "-n", "--resources", "gpu=3"],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+        [sys.executable, "-m", "snakemake", "out/y.txt", "-n", "--resources", "gpu=3",
+         *plan_options(plan_file)],
+        cwd=workdir, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
     assert dry.returncode == 0, dry.stdout + dry.stderr
-    return json.loads((workdir / "seen.json").read_text()), dry.stdout + dry.stderr
+    return json.loads((workdir / "seen.json").read_text()), read_plan_file(plan_file)
 
 
-def test_the_workflow_internals_answer(probed: tuple[dict[str, object], str]) -> None:
+def test_the_workflow_internals_answer(
+    probed: tuple[dict[str, object], list[PlannedJob]],
+) -> None:
     seen, _ = probed
     default, extra = seen["config_files"]  # type: ignore[misc]
     assert default == "config/config.yaml" and Path(extra).name == "extra.yaml"
@@ -79,11 +82,12 @@ def test_the_workflow_internals_answer(probed: tuple[dict[str, object], str]) ->
     assert seen["targets_done"] is True and seen["targets_other"] is False
 
 
-def test_the_dry_run_listing_is_read_as_skilleval_stale_reads_it(
-    probed: tuple[dict[str, object], str],
+def test_the_dry_run_reports_its_jobs_to_the_logger_plugin(
+    probed: tuple[dict[str, object], list[PlannedJob]],
 ) -> None:
-    _, printed = probed
-    [job] = parse_jobs(printed)
+    _, jobs = probed
+    assert len(jobs) == 1, "Snakemake's JOB_INFO events (snakemake/jobs.py Job.log_info)"
+    [job] = jobs
     assert (job.rule, job.outputs) == ("done", ["out/y.txt"])
     assert job.reason.startswith("Missing output files")
     assert job.resources.get("gpu") == "1"
@@ -108,3 +112,13 @@ def test_the_messages_the_logger_plugin_recognises_are_snakemakes() -> None:
     # What Python's subprocess says of a job a signal stopped (Snakemake quotes it).
     died = str(subprocess.CalledProcessError(-2, "python x.py"))
     assert INTERRUPTED_JOB.search(died), died
+
+
+def test_a_plan_without_every_counted_job_is_refused(tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.jsonl"
+    job = {"rule": "done", "outputs": ["out/y.txt"], "reason": "Missing", "resources": {}}
+    counts = {"stats": {"done": 2, "total": 2}}
+    plan_file.write_text("\n".join(json.dumps(line) for line in (counts, job, counts)))
+    with pytest.raises(SkillevalError, match=r"counted 2 job\(s\) but reported 1"):
+        read_plan_file(plan_file)
+    assert read_plan_file(tmp_path / "nothing-planned.jsonl") == []

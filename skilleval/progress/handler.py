@@ -10,12 +10,16 @@ instead, as each job finishes::
 
 It leaves everything else to Snakemake's own handler and formatter (snakemake/logging.py
 ``ColorizingTextHandler``, ``DefaultFormatter``): errors with their logs, the job stats,
-warnings, and the whole of a dry run, whose job listing ``snakemake -n`` and
-``skilleval stale`` read.
+warnings, and the whole of a dry run.
+
+With ``--logger-skilleval-plan-file PATH`` a dry run also writes each planned job's
+JOB_INFO event (the logger plugin interface's structured record) to PATH as one JSON line:
+``skilleval stale`` reads its plan from there, not from the printed listing.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
@@ -96,6 +100,19 @@ def unknown_target(target: str, rules: list[str]) -> str:
     )
 
 
+def planned_job(fields: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a JOB_INFO event that say what a job is and why it runs (the plan
+    file's job lines; its one stats line holds the dry run's jobs by rule)."""
+    resources = fields.get("resources") or {}
+    return {
+        "rule": fields["rule_name"],
+        "outputs": [str(o) for o in fields.get("output") or []],
+        "reason": str(fields.get("reason") or ""),
+        "wildcards": {k: str(v) for k, v in (fields.get("wildcards") or {}).items()},
+        "resources": {k: str(v) for k, v in resources.items() if not k.startswith("_")},
+    }
+
+
 class BuildProgressHandler(LogHandlerBase):
     def __post_init__(self) -> None:
         if not self.common_settings.dryrun:
@@ -138,6 +155,10 @@ class BuildProgressHandler(LogHandlerBase):
         """Called on the thread Snakemake logs from: its QueueListener's, not the main
         thread (snakemake/logging.py LoggerManager._setup_plugins)."""
         event = getattr(record, "event", None)
+        if event == LogEvent.JOB_INFO and self.common_settings.dryrun:
+            self._plan(planned_job(record.__dict__))
+        if event == LogEvent.RUN_INFO and self.common_settings.dryrun:
+            self._plan({"stats": dict(record.__dict__.get("stats") or {})})
         if not self.common_settings.dryrun and (
             event == LogEvent.JOB_STARTED or record.getMessage() == SELECTING
         ):
@@ -173,6 +194,12 @@ class BuildProgressHandler(LogHandlerBase):
             parts.append(spoken(self.time_left.seconds(now)))
             line = "; ".join(parts)
             self._say(line)
+
+    def _plan(self, line: dict[str, Any]) -> None:
+        plan_file = getattr(self.settings, "plan_file", None)
+        if plan_file:
+            with open(plan_file, "a", encoding="utf-8") as plan:
+                plan.write(json.dumps(line) + "\n")
 
     def _finished(self, jobid: int, now: float) -> None:
         if jobid not in self._jobs:

@@ -1,5 +1,5 @@
-"""What a dry run plans: its jobs as Snakemake prints them, and what each planned model or
-trainer run is expected to cost.
+"""What a dry run plans: its jobs as Snakemake reports them to its logger plugin, and what
+each planned model or trainer run is expected to cost.
 
 A planned run is conditional when a complete result of its current evidence identity is
 kept (provenance.evidence): it is planned because an upstream job re-runs, and if that
@@ -12,8 +12,10 @@ summary recorded.
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,30 +60,39 @@ class RunCost:
         }
 
 
-def dry_run(
+def planned_jobs(
     root: Path,
     configfiles: Sequence[str],
     targets: Sequence[str],
     profile: str | None = None,
-) -> str:
-    """The text of ``snakemake -n`` in ``root``, as a user would run it."""
-    # Targets first: --configfile takes every word after it.
-    command = [sys.executable, "-m", "snakemake", *targets, "-n", "--directory", str(root)]
-    if profile:
-        command += ["--profile", profile]
-    if configfiles:
-        command += ["--configfile", *configfiles]
-    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise SkillevalError(
-            f"snakemake -n failed in {root}:\n{(done.stderr or done.stdout)[-3000:]}"
-        )
-    return done.stdout + done.stderr
+) -> list[PlannedJob]:
+    """The jobs ``snakemake -n`` plans in ``root``, as a user would run it."""
+    with tempfile.TemporaryDirectory(prefix="skilleval-plan-") as scratch:
+        plan_file = Path(scratch) / "plan.jsonl"
+        # Targets first: --configfile takes every word after it.
+        command = [sys.executable, "-m", "snakemake", *targets, "-n", "--directory", str(root)]
+        if profile:
+            command += ["--profile", profile]
+        command += plan_options(plan_file)
+        if configfiles:
+            command += ["--configfile", *configfiles]
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise SkillevalError(
+                f"snakemake -n failed in {root}:\n{(done.stderr or done.stdout)[-3000:]}"
+            )
+        return read_plan_file(plan_file)
+
+
+def plan_options(plan_file: Path) -> list[str]:
+    """Options that make a dry run write its plan to ``plan_file``: the structured JOB_INFO
+    and RUN_INFO events it hands its logger plugin (``--logger skilleval``)."""
+    return ["--logger", "skilleval", "--logger-skilleval-plan-file", str(plan_file)]
 
 
 @dataclass(frozen=True)
 class PlannedJob:
-    """One job of a dry run, as Snakemake prints it."""
+    """One job of a dry run: its rule, outputs, Snakemake's reason and its resources."""
 
     rule: str
     outputs: list[str]
@@ -89,27 +100,26 @@ class PlannedJob:
     resources: dict[str, str]
 
 
-def parse_jobs(text: str) -> list[PlannedJob]:
-    """Every job a dry run lists."""
-    jobs: list[PlannedJob] = []
-    rule: str | None = None
-    outputs: list[str] = []
-    reason = ""
-    resources: dict[str, str] = {}
-    for line in [*text.splitlines(), ""]:
-        stripped = line.strip()
-        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
-            rule, outputs, reason, resources = stripped.split()[1].rstrip(":"), [], "", {}
-        elif rule and stripped.startswith("output:"):
-            outputs = [o.strip() for o in stripped[len("output:") :].split(",") if o.strip()]
-        elif rule and stripped.startswith("reason:"):
-            reason = stripped[len("reason:") :].strip()
-        elif rule and stripped.startswith("resources:"):
-            pairs = (p.partition("=") for p in stripped[len("resources:") :].split(","))
-            resources = {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
-        elif rule and (not stripped or stripped.startswith("[")):
-            jobs.append(PlannedJob(rule, outputs, reason, resources))
-            rule = None
+def read_plan_file(plan_file: Path) -> list[PlannedJob]:
+    """The jobs of a plan file, checked against the dry run's own count of them: a
+    Snakemake release that stopped reporting jobs to logger plugins fails here, loudly,
+    instead of planning nothing. No file: the dry run planned nothing."""
+    text = plan_file.read_text() if plan_file.exists() else ""
+    lines: list[dict[str, Any]] = [json.loads(line) for line in text.splitlines()]
+    jobs = [
+        PlannedJob(line["rule"], line["outputs"], line["reason"], line["resources"])
+        for line in lines
+        if "rule" in line
+    ]
+    # Snakemake logs its job stats before and after the listing: the same counts twice.
+    stats = [line["stats"] for line in lines if "stats" in line]
+    counted = sum(int(n) for rule, n in (stats[-1] if stats else {}).items() if rule != "total")
+    if counted != len(jobs):
+        raise SkillevalError(
+            f"the dry run counted {counted} job(s) but reported {len(jobs)} to the logger "
+            "plugin skilleval (JOB_INFO events): this Snakemake release reports planned "
+            "jobs differently; see tests/test_snakemake_internals.py"
+        )
     return jobs
 
 

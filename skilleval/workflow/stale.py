@@ -24,7 +24,7 @@ from skilleval import paths
 from skilleval.errors import SkillevalError
 from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.workflow.plan import WorkflowPlan
-from skilleval.workflow.planned import KeptResults, RunCost, dry_run, parse_jobs, run_cost
+from skilleval.workflow.planned import KeptResults, RunCost, planned_jobs, run_cost
 from skilleval.workflow.rule_inputs import SIM_TRAINER_JOB
 
 NOTHING = "<nothing exclusive>"
@@ -211,7 +211,7 @@ def stale_jobs(
     profile: str | None = None,
 ) -> list[StaleJob]:
     plan = WorkflowPlan(config)
-    planned = [j for j in parse_jobs(dry_run(root, configfiles, targets, profile)) if j.outputs]
+    planned = [j for j in planned_jobs(root, configfiles, targets, profile) if j.outputs]
     parsed = [
         (
             j.rule,
