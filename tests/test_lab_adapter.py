@@ -60,7 +60,8 @@ def test_the_lab_adapter_is_found_by_its_entry_point_without_running_it() -> Non
 def test_a_job_refuses_an_adapter_changed_after_planning() -> None:
     planned = find_adapter("lab-shop").identity
     settings = {"url": "http://127.0.0.1:5700", "slots": 2}
-    assert make_adapter("lab-shop", planned, settings).tools  # the planned code: made
+    made = make_adapter("lab-shop", planned, settings)  # the planned code: made
+    assert type(made).__name__ == "LabShop" and made.url == settings["url"]
     changed = planned.replace("sha256:", "sha256:0")
     with pytest.raises(SkillevalError, match="changed after the graph was planned") as refused:
         make_adapter("lab-shop", changed, settings)

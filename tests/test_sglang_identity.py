@@ -14,6 +14,7 @@ import pytest
 from skilleval.errors import ServiceError
 from skilleval.serving.launcher import sglang_arguments
 from skilleval.serving.service import Service, check_identity, fetch_identity, launch_arguments
+from skilleval.world.sglang_identity import key_allows
 
 FIXTURES = Path(__file__).parent / "data" / "sglang"
 PROTOCOL = {"tp": 1, "dp_size": 4, "tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"}
@@ -199,3 +200,24 @@ def test_the_project_test_server_answers_like_sglang(small_world: Path, endpoint
             "architectures",
         }
     assert check_identity(identity, PROTOCOL, str(weights)) == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "authorization", "allowed"),
+    [
+        ("POST", "/v1/chat/completions", "Bearer sk-lab", True),
+        ("POST", "/v1/chat/completions", "bearer sk-lab", True),  # any case of the scheme
+        ("POST", "/v1/chat/completions", "Bearer sk-other", False),
+        ("POST", "/v1/chat/completions", "sk-lab", False),
+        ("GET", "/v1/models", None, False),
+        ("GET", "/health_generate", None, True),
+        ("GET", "/metrics", None, True),
+        ("OPTIONS", "/v1/chat/completions", None, True),
+    ],
+)
+def test_the_stand_in_key_check_decides_as_sglang_does(
+    method: str, path: str, authorization: str | None, allowed: bool
+) -> None:
+    """sglang/srt/utils/auth.py decide_request_auth at AuthLevel.NORMAL with --api-key."""
+    assert key_allows("sk-lab", method, path, authorization) is allowed
+    assert key_allows(None, method, path, None)  # no --api-key: everything passes

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skilleval.env.adapters import BUILT_IN, find_adapter
+from skilleval.env.adapters import BUILT_IN, IDENTITY_KEY, find_adapter
 from skilleval.env.contract import contract_violations, fix_for
 from skilleval.errors import SkillevalError
 from skilleval.runs.backends import make_environment
@@ -88,7 +88,7 @@ def env_check(
         settings,
         RetryLedger(),
         wait_s,
-        inputs.backends.get("environment_adapter"),
+        inputs.backends.get(IDENTITY_KEY),
     )
     violations = contract_violations(environment, task_ids)
     url = None if backend == "shopsim" else settings.get("url")

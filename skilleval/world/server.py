@@ -135,7 +135,7 @@ def model_handler(
 
     class ModelHandler(JsonHandler):
         def refused(self) -> bool:
-            if key_allows(api_key, self.path, self.headers.get("Authorization")):
+            if key_allows(api_key, self.command, self.path, self.headers.get("Authorization")):
                 return False
             self.reply(401, {"error": "Unauthorized"})
             return True

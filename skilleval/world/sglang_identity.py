@@ -3,18 +3,21 @@ endpoints, the launch line it records, and which requests its --api-key lets thr
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from typing import Any
 
 from skilleval.serving.launcher import model_flags
 
 
-def key_allows(api_key: str | None, path: str, authorization: str | None) -> bool:
-    """sglang's --api-key: every path but health, readiness and metrics needs the bearer
-    token (sglang/srt/utils/auth.py, decide_request_auth, at its normal level)."""
-    if not api_key or path.startswith(("/health", "/ready", "/metrics")):
+def key_allows(api_key: str | None, method: str, path: str, authorization: str | None) -> bool:
+    """sglang's --api-key: every request but OPTIONS and health, readiness and metrics
+    needs the bearer token, its scheme in any case (sglang/srt/utils/auth.py,
+    decide_request_auth, at its normal level)."""
+    if not api_key or method == "OPTIONS" or path.startswith(("/health", "/ready", "/metrics")):
         return True
-    return authorization == f"Bearer {api_key}"
+    scheme, _, token = (authorization or "").partition(" ")
+    return scheme.lower() == "bearer" and secrets.compare_digest(token, api_key)
 
 
 def identity_replies(identity: dict[str, Any], endpoints: str) -> dict[str, dict[str, Any]]:
