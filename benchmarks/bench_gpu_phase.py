@@ -19,7 +19,7 @@ time (PNG path printed). Asserts nothing about the ratio.
 
     python benchmarks/bench_gpu_phase.py [startup_delay_s=8] [latency_s=0.2] [out_dir]
 
-SKILLEVAL_BENCH_SIZE=tiny: no start-up delay and no reply latency.
+SKILLEVAL_BENCH_SIZE=tiny: the four main runs only, no start-up delay and no reply latency.
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ from tests.test_gpu_host import host_workflow, intervals, overlaps  # noqa: E402
 from tests.test_owned_servers import write_nvidia_smi  # noqa: E402
 
 CARDS, PER_SERVER = 13, 4
+MAIN_RUNS = [
+    f"results/runs/{r}/summary.json" for r in ("base-free", "base-S0", "final-free", "final-ST")
+]
 
 
 def draw(runs: list[tuple[str, float, float, list[int], int]], out: Path) -> None:
@@ -115,7 +118,8 @@ def main() -> None:
         try:
             started = time.monotonic()
             done = subprocess.run(
-                [*snakemake, "--profile", "profiles/gpu-host", "-j", "32", "paper"],
+                [*snakemake, "--profile", "profiles/gpu-host", "-j", "32",
+                 *(MAIN_RUNS if tiny else ["paper"])],
                 cwd=workdir, env=env, capture_output=True, text=True,
             )  # fmt: skip
             wall = time.monotonic() - started

@@ -44,7 +44,7 @@ def test_every_benchmark_is_listed() -> None:
 def test_benchmark_runs_tiny(script: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     args, prints = BENCHMARKS[script]
     env = {**os.environ, "SKILLEVAL_BENCH_SIZE": "tiny", "TMPDIR": str(tmp_path)}
-    if script == "bench_dry_run.py":  # times no-op runs only: the session's build serves
+    if script in ("bench_dry_run.py", "bench_eval_graph.py"):  # the session's build serves
         env["SKILLEVAL_BENCH_BUILT_GRAPH"] = str(request.getfixturevalue("small_paper_build")[0])
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / script), *args],
