@@ -196,7 +196,7 @@ def test_env_check_names_each_violation_of_a_broken_server_with_its_fix(
     with broken_server(broken) as url:
         checked = env_check(world_config(small_world, url))
     report = checked.report()
-    assert any(problem in v for v in checked.violations), report
+    assert any(problem in str(v) for v in checked.violations), report
     assert "    fix: " in report and fix in report, report
 
 

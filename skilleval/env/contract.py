@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from skilleval.errors import InfrastructureError, OutageError
@@ -40,70 +41,86 @@ FIXES = {
 }
 
 
-def fix_for(problem: str) -> str:
-    """The fix of a violation, by the rule it breaks (see FIXES)."""
-    rule = (
-        5 if "shared state" in problem or problem.startswith("close()") else
-        1 if problem.startswith(("tools()", "tool ")) else
-        2 if "instruction" in problem or problem.startswith("start(") else
-        3 if problem.startswith("step(") else
-        4 if "reward" in problem else
-        5
-    )  # fmt: skip
-    return FIXES[rule]
+@dataclass(frozen=True)
+class Violation:
+    """One way an adapter breaks the contract: the rule's number above, and what it did."""
+
+    rule: int
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def fix(self) -> str:
+        return FIXES[self.rule]
 
 
-def tool_violations(tools: Any) -> list[str]:
+def tool_violations(tools: Any) -> list[Violation]:
     if not isinstance(tools, list) or not tools:
-        return ["tools() is not a non-empty list"]
-    problems = []
+        return [Violation(1, "tools() is not a non-empty list")]
+    problems: list[Violation] = []
     names = []
     for i, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(tool, dict) or tool.get("type") != "function" or not function:
-            problems.append(f"tool {i} is not {{'type': 'function', 'function': {{...}}}}")
+            problems.append(
+                Violation(1, f"tool {i} is not {{'type': 'function', 'function': {{...}}}}")
+            )
             continue
         names.append(function.get("name"))
         parameters = function.get("parameters")
         if not isinstance(parameters, dict) or parameters.get("type") != "object":
             problems.append(
-                f"tool {function.get('name')!r}: parameters is not a JSON-Schema object"
+                Violation(
+                    1, f"tool {function.get('name')!r}: parameters is not a JSON-Schema object"
+                )
             )
     if len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
-        problems.append(f"tool names are not unique non-empty strings: {names}")
+        problems.append(Violation(1, f"tool names are not unique non-empty strings: {names}"))
     return problems
 
 
-def step_violations(episode: EpisodeHandle, call: ToolCall) -> list[str]:
+def step_violations(episode: EpisodeHandle, call: ToolCall) -> list[Violation]:
     try:
         result = episode.step(call)
     except Exception as error:  # the contract: a model's mistake is an observation
-        return [f"step({call.name!r}, {call.arguments}) raised {type(error).__name__}: {error}"]
+        return [
+            Violation(
+                3, f"step({call.name!r}, {call.arguments}) raised {type(error).__name__}: {error}"
+            )
+        ]
     if not isinstance(result, StepResult) or not isinstance(result.observation, str):
-        return [f"step({call.name!r}) did not return a StepResult with a text observation"]
+        return [
+            Violation(3, f"step({call.name!r}) did not return a StepResult with a text observation")
+        ]
     if not isinstance(result.done, bool):
-        return [f"step({call.name!r}) returned done={result.done!r}, not a bool"]
+        return [Violation(3, f"step({call.name!r}) returned done={result.done!r}, not a bool")]
     return []
 
 
-def reward_violations(episode: EpisodeHandle, task_id: str) -> list[str]:
+def reward_violations(episode: EpisodeHandle, task_id: str) -> list[Violation]:
     try:
         first, second = episode.rewards(), episode.rewards()
     except Exception as error:
-        return [f"task {task_id}: rewards() raised {type(error).__name__}: {error}"]
-    problems = []
+        return [Violation(4, f"task {task_id}: rewards() raised {type(error).__name__}: {error}")]
+    problems: list[Violation] = []
     if first != second:
-        problems.append(f"task {task_id}: rewards() changed between two reads")
+        problems.append(Violation(4, f"task {task_id}: rewards() changed between two reads"))
     if not all(isinstance(v, float) and math.isfinite(v) for v in first.values()):
-        problems.append(f"task {task_id}: rewards are not all finite floats: {first}")
+        problems.append(Violation(4, f"task {task_id}: rewards are not all finite floats: {first}"))
     if not 0.0 <= first.get("reward", -1.0) <= 1.0:
-        problems.append(f"task {task_id}: reward {first.get('reward')!r} is not in [0, 1]")
+        problems.append(
+            Violation(4, f"task {task_id}: reward {first.get('reward')!r} is not in [0, 1]")
+        )
     if first.get("r_success") not in (0.0, 1.0):
-        problems.append(f"task {task_id}: r_success {first.get('r_success')!r} is not 0 or 1")
+        problems.append(
+            Violation(4, f"task {task_id}: r_success {first.get('r_success')!r} is not 0 or 1")
+        )
     return problems
 
 
-def start_violations(environment: Environment, task_id: str) -> list[str]:
+def start_violations(environment: Environment, task_id: str) -> list[Violation]:
     """Rules 1 and 2, which every episode needs: a run checks them before it leases a card.
     A raised error is a violation too (an adapter that cannot list its tools or open an
     episode would fail every task), except an outage, which is raised."""
@@ -112,7 +129,7 @@ def start_violations(environment: Environment, task_id: str) -> list[str]:
     except (InfrastructureError, OutageError):
         raise  # an absent or busy server is an outage, not a broken adapter
     except Exception as error:
-        return [f"tools() raised {type(error).__name__}: {error}"]
+        return [Violation(1, f"tools() raised {type(error).__name__}: {error}")]
     problems = tool_violations(tools)
     if problems:
         return problems
@@ -121,24 +138,24 @@ def start_violations(environment: Environment, task_id: str) -> list[str]:
     except (InfrastructureError, OutageError):
         raise
     except Exception as error:
-        return [f"start({task_id!r}) raised {type(error).__name__}: {error}"]
+        return [Violation(2, f"start({task_id!r}) raised {type(error).__name__}: {error}")]
     try:
         if not isinstance(episode.instruction, str) or not episode.instruction.strip():
-            problems.append(f"task {task_id}: the episode has no instruction")
+            problems.append(Violation(2, f"task {task_id}: the episode has no instruction"))
     finally:
         episode.close()
     return problems
 
 
-def contract_violations(environment: Environment, task_ids: Sequence[str]) -> list[str]:
+def contract_violations(environment: Environment, task_ids: Sequence[str]) -> list[Violation]:
     """Every way ``environment`` breaks the contract above on these tasks (two at least,
-    whose episodes are open at once); each violation's fix is ``fix_for(violation)``."""
+    whose episodes are open at once); each violation carries its rule and fix."""
     problems = start_violations(environment, task_ids[0])
     if problems:
         return problems
     tools = environment.tools()
     if environment.tools() != tools:
-        problems.append("tools() gave another list on its second call")
+        problems.append(Violation(1, "tools() gave another list on its second call"))
     names = [t["function"]["name"] for t in tools]
     calls = [ToolCall(f"c{i}", name, {}) for i, name in enumerate(names)]  # arguments missing
     calls += [ToolCall(f"b{i}", n, {"no_such_argument": [1, None]}) for i, n in enumerate(names)]
@@ -149,25 +166,33 @@ def contract_violations(environment: Environment, task_ids: Sequence[str]) -> li
             try:
                 episodes.append((task_id, environment.start(task_id)))
             except Exception as error:
-                problems.append(f"start({task_id!r}) raised {type(error).__name__}: {error}")
+                problems.append(
+                    Violation(2, f"start({task_id!r}) raised {type(error).__name__}: {error}")
+                )
         for task_id, episode in episodes:
             if not isinstance(episode.instruction, str) or not episode.instruction.strip():
-                problems.append(f"task {task_id}: the episode has no instruction")
+                problems.append(Violation(2, f"task {task_id}: the episode has no instruction"))
             for call in calls:
                 problems += step_violations(episode, call)
             problems += reward_violations(episode, task_id)
         if len(episodes) >= 2 and episodes[0][1].instruction == episodes[1][1].instruction:
-            problems.append("two tasks' episodes have the same instruction: shared state?")
+            problems.append(
+                Violation(5, "two tasks' episodes have the same instruction: shared state?")
+            )
     finally:
         for _, episode in episodes:
             problems += close_violations(episode)
     return problems
 
 
-def close_violations(episode: EpisodeHandle) -> list[str]:
+def close_violations(episode: EpisodeHandle) -> list[Violation]:
     for attempt in ("first", "second"):
         try:
             episode.close()
         except Exception as error:
-            return [f"close() raised {type(error).__name__} on its {attempt} call: {error}"]
+            return [
+                Violation(
+                    5, f"close() raised {type(error).__name__} on its {attempt} call: {error}"
+                )
+            ]
     return []

@@ -9,7 +9,7 @@ from typing import Any
 
 from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.env.adapters import IDENTITY_KEY, make_adapter
-from skilleval.env.contract import fix_for, start_violations
+from skilleval.env.contract import start_violations
 from skilleval.env.wire import HttpEnvironment
 from skilleval.errors import InfrastructureError, OutageError, SkillevalError
 from skilleval.policy.openai_policy import OpenAIPolicy
@@ -139,7 +139,7 @@ def refuse_broken_environment(inputs: RunInputs, task_id: str) -> None:
         log.info("run %s: environment not reachable before the run starts (%s)", inputs.run, error)
         return
     if problems:
-        found = "; ".join(f"{p} (fix: {fix_for(p)})" for p in problems)
+        found = "; ".join(f"{p} (fix: {p.fix})" for p in problems)
         raise SkillevalError(
             f"the environment adapter {backend!r} breaks the contract "
             f"(skilleval/env/contract.py) on task {task_id}, so the run stops before it "

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.env.adapters import BUILT_IN, IDENTITY_KEY, find_adapter
-from skilleval.env.contract import contract_violations, fix_for
+from skilleval.env.contract import Violation, contract_violations
 from skilleval.errors import SkillevalError
 from skilleval.runs.backends import make_environment
 from skilleval.runs.inputs import RunInputs
@@ -33,7 +33,7 @@ class EnvCheck:
     adapter: str
     url: str | None
     task_ids: list[str]
-    violations: list[str]
+    violations: list[Violation]
 
     def report(self) -> str:
         where = f" at {self.url}" if self.url else ""
@@ -42,7 +42,7 @@ class EnvCheck:
             return f"{head} keeps the contract (skilleval/env/contract.py)"
         lines = [f"{head} {len(self.violations)} violation(s) of skilleval/env/contract.py"]
         for problem in self.violations:
-            lines += [f"  - {problem}", f"    fix: {fix_for(problem)}"]
+            lines += [f"  - {problem}", f"    fix: {problem.fix}"]
         return "\n".join(lines)
 
 
