@@ -103,7 +103,7 @@ def parameter_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles) -
     """Post-launch audit: the run's config differs from the default only where declared."""
     config = files.config
     default = benchmark_defaults(matrix, run.benchmark)
-    allowed = set(run.overrides) | {"env.out_root"}
+    allowed = set(run.overrides) | {OUT_ROOT_KEY}
     differing = sorted(k for k in set(config) | set(default) if config.get(k) != default.get(k))
     undeclared = [k for k in differing if k not in allowed]
     checks = [
@@ -124,13 +124,12 @@ def parameter_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles) -
                 f"{key} = {config.get(key)!r} (expected {expected.get(key)!r})",
             )
         )
+    gate = {key: config.get(key) for key in GATE_KEYS}
     checks.append(
         Check(
             "gate_and_test_on",
-            config.get("evaluation.use_gate") is True
-            and config.get("evaluation.eval_test") is True,
-            f"use_gate={config.get('evaluation.use_gate')}, "
-            f"eval_test={config.get('evaluation.eval_test')}",
+            all(value is True for value in gate.values()),
+            ", ".join(f"{key.split('.')[-1]}={value}" for key, value in gate.items()),
         )
     )
     return [*checks, batch_check(run, matrix, files, default)]
@@ -144,6 +143,15 @@ AUDITED_KEYS = (
     ("train_size_inferred", "train.train_size"),
     ("student_backend", "model.student_backend"),
 )
+GATE_KEYS = ("evaluation.use_gate", "evaluation.eval_test")
+OUT_ROOT_KEY = "env.out_root"
+# The trainer config keys each check of the config reads (skilleval trainer check).
+CONFIG_CHECK_KEYS: dict[str, tuple[str, ...]] = {
+    "only_declared_keys_differ": (),
+    **{name: (key,) for name, key in AUDITED_KEYS},
+    "gate_and_test_on": GATE_KEYS,
+    "unique_out_root": (OUT_ROOT_KEY,),
+}
 
 
 def batch_check(
@@ -191,7 +199,7 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     crash = re.findall(rules["crash_pattern"], files.log)
     started, started_source = files.started()
     writers: dict[str, Any] = summary.get("provenance", {}).get("writers") or {}
-    root = config.get("env.out_root")
+    root = config.get(OUT_ROOT_KEY)
     same_root = root is not None and Path(str(root)).resolve() == Path(run.out_root).resolve()
     late = [
         f["name"]
@@ -202,10 +210,9 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
         Check(
             "unique_out_root",
             same_root,
-            f"env.out_root is the run's own ({run.out_root})"
+            f"{OUT_ROOT_KEY} is the run's own ({run.out_root})"
             if same_root
-            else f"env.out_root {config.get('env.out_root')}, not the run's "
-            f"{Path(run.out_root).resolve()}",
+            else f"{OUT_ROOT_KEY} {root}, not the run's {Path(run.out_root).resolve()}",
         ),
         Check(
             "empty_responses",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skilleval.ablation.audit import AUDITED_KEYS, flatten, read_log
+from skilleval.ablation.audit import CONFIG_CHECK_KEYS, flatten, read_log
 from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
 from skilleval.ablation.matrix import load_matrix
 
@@ -60,13 +60,7 @@ def trainer_check(out_root: Path, contract: TrainerContract) -> list[Computable]
         found.append(Computable("empty_responses", empty, said))
     config_path = out_root / contract.config_file
     config = flatten(json.loads(config_path.read_text())) if config_path.is_file() else None
-    keys = {
-        "only_declared_keys_differ": [],
-        **{name: [key] for name, key in AUDITED_KEYS},
-        "gate_and_test_on": ["evaluation.use_gate", "evaluation.eval_test"],
-        "unique_out_root": ["env.out_root"],
-    }
-    for check, needed in keys.items():
+    for check, needed in CONFIG_CHECK_KEYS.items():
         if config is None:
             found.append(
                 Computable(check, False, f"no {config_path} (trainer.contract.config_file)")
