@@ -17,10 +17,12 @@ was planned.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,13 @@ class AdapterNotFound(SkillevalError):
         super().__init__(f"backends.environment = {name!r}: {self.why}; fix: {self.fix}")
 
 
+@functools.cache
+def installed_distributions() -> Mapping[str, list[str]]:
+    """Top-level module -> the distributions that install it. It reads every installed
+    distribution's file list, so once per process: each plan of the graph asks."""
+    return importlib.metadata.packages_distributions()
+
+
 def find_adapter(name: str) -> AdapterRef:
     """The lab adapter ``name`` names, with its identity; its module is found, not run."""
     target = entry_point_target(name) or name
@@ -96,7 +105,7 @@ def find_adapter(name: str) -> AdapterRef:
         raise AdapterNotFound(name, f"module {module} is not on this Python's path")
     source = Path(spec.origin)
     top = module.split(".")[0]
-    distributions = importlib.metadata.packages_distributions().get(top, [])
+    distributions = installed_distributions().get(top, [])
     distribution = distributions[0] if distributions else None
     return AdapterRef(
         name=name,
