@@ -82,13 +82,10 @@ def test_slurm_jobs_are_sized_from_the_protocol_and_a_site_overrides_them(
 def test_the_runs_that_choose_banks_go_first(workflow_copy: Path) -> None:
     """The bare val run, the masked runs, the betas and the frozen banks carry a priority,
     so the ranking arms do not start last on an otherwise idle host (bench_gpu_phase.py)."""
-    out = snakemake(workflow_copy, "--profile", "profiles/gpu-host", "-n", "paper").stdout
-    jobs: list[list[str]] = []  # [rule, wildcards, priority]
-    for line in (raw.strip() for raw in out.splitlines()):
-        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
-            jobs.append([line.split()[1].rstrip(":"), "", "0"])
-        elif jobs and line.startswith(("wildcards:", "priority:")):
-            jobs[-1][1 if line.startswith("wildcards:") else 2] = line.partition(": ")[2]
+    jobs = [
+        (job.rule, ", ".join(f"{k}={v}" for k, v in job.wildcards.items()), job.priority)
+        for job in planned(workflow_copy, "--profile", "profiles/gpu-host", "paper")
+    ]
     first = {(rule, wildcards) for rule, wildcards, priority in jobs if priority == "1"}
     masked = {(r, w) for r, w, _ in jobs if r == "gate_masked_run"}
     assert len(masked) == 12 and masked <= first

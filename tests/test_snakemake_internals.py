@@ -88,7 +88,8 @@ def test_the_dry_run_reports_its_jobs_to_the_logger_plugin(
     _, jobs = probed
     assert len(jobs) == 1, "Snakemake's JOB_INFO events (snakemake/jobs.py Job.log_info)"
     [job] = jobs
-    assert (job.rule, job.outputs) == ("done", ["out/y.txt"])
+    assert (job.rule, job.outputs, job.wildcards) == ("done", ["out/y.txt"], {"name": "y"})
+    assert job.priority == "0"
     assert job.reason.startswith("Missing output files")
     assert job.resources.get("gpu") == "1"
 
@@ -116,7 +117,8 @@ def test_the_messages_the_logger_plugin_recognises_are_snakemakes() -> None:
 
 def test_a_plan_without_every_counted_job_is_refused(tmp_path: Path) -> None:
     plan_file = tmp_path / "plan.jsonl"
-    job = {"rule": "done", "outputs": ["out/y.txt"], "reason": "Missing", "resources": {}}
+    job = {"rule": "done", "outputs": ["out/y.txt"], "reason": "Missing", "resources": {},
+           "wildcards": {}, "priority": "0"}  # fmt: skip
     counts = {"stats": {"done": 2, "total": 2}}
     plan_file.write_text("\n".join(json.dumps(line) for line in (counts, job, counts)))
     with pytest.raises(SkillevalError, match=r"counted 2 job\(s\) but reported 1"):

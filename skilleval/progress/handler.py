@@ -110,6 +110,7 @@ def planned_job(fields: dict[str, Any]) -> dict[str, Any]:
         "reason": str(fields.get("reason") or ""),
         "wildcards": {k: str(v) for k, v in (fields.get("wildcards") or {}).items()},
         "resources": {k: str(v) for k, v in resources.items() if not k.startswith("_")},
+        "priority": str(fields.get("priority", 0)),
     }
 
 

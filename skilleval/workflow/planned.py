@@ -92,12 +92,15 @@ def plan_options(plan_file: Path) -> list[str]:
 
 @dataclass(frozen=True)
 class PlannedJob:
-    """One job of a dry run: its rule, outputs, Snakemake's reason and its resources."""
+    """One job of a dry run: its rule, outputs, Snakemake's reason, its resources, its
+    wildcards and its priority."""
 
     rule: str
     outputs: list[str]
     reason: str
     resources: dict[str, str]
+    wildcards: dict[str, str]
+    priority: str
 
 
 def read_plan_file(plan_file: Path) -> list[PlannedJob]:
@@ -107,7 +110,14 @@ def read_plan_file(plan_file: Path) -> list[PlannedJob]:
     text = plan_file.read_text() if plan_file.exists() else ""
     lines: list[dict[str, Any]] = [json.loads(line) for line in text.splitlines()]
     jobs = [
-        PlannedJob(line["rule"], line["outputs"], line["reason"], line["resources"])
+        PlannedJob(
+            line["rule"],
+            line["outputs"],
+            line["reason"],
+            line["resources"],
+            line["wildcards"],
+            line["priority"],
+        )
         for line in lines
         if "rule" in line
     ]
