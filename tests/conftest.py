@@ -334,17 +334,16 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEn
 # The longest test files, slowest first (pytest --durations, 2 cores): handed out first, so
 # that no worker starts one of them when the others are nearly done (pytest-xdist hands out
 # work in collection order with --no-loadscope-reorder). test_outages mostly waits (its
-# outages are real seconds), so it goes where the other worker computes: last, the cores
-# idled through it (half idle for its 66 s, vmstat); first, beside the lowest-versions
-# install, which waits on downloads, they idled too (31-81% for a minute).
+# outages are real seconds), so it runs beside files that compute.
 LONGEST_FIRST = (
-    "test_lowest_versions.py",
-    "test_benchmarks.py",
     "test_staleness.py",
+    "test_benchmarks.py",
     "test_outages.py",
-    "test_gpu_host.py",
     "test_readme.py",
+    "test_gpu_host.py",
     "test_workflow_e2e.py",
+    "test_lab_adapter.py",
+    "test_lowest_versions.py",
     "test_renamed_world.py",
     "test_slurm.py",
     "test_bad_inputs.py",
