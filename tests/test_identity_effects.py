@@ -5,6 +5,7 @@ the same questions of a built graph, through dry runs and builds."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -116,3 +117,40 @@ def test_one_learning_rate_changes_the_identity_of_exactly_three_runs(tmp_path: 
 def test_an_identical_matrix_copy_changes_no_ablation_run(tmp_path: Path) -> None:
     changed, every = matrix_edit(tmp_path, lambda text: text)
     assert changed == set() and every > 3
+
+
+def changed_runs(world: Path, path: str, edit: Callable[[bytes], bytes]) -> set[str]:
+    """The runs whose fingerprint an edit of the world file at ``path`` changes."""
+    before = fingerprints(world_config(world))
+    edited = world / path
+    edited.write_bytes(edit(edited.read_bytes()))
+    after = fingerprints(world_config(world))
+    return {run for run in WORLD_RUNS if after[run] != before[run]}
+
+
+def test_a_shard_byte_changes_the_runs_of_its_checkpoint_only(world: Path) -> None:
+    def flip(data: bytes) -> bytes:
+        return data[:-1] + bytes([data[-1] ^ 1])
+
+    path = "checkpoints/final/model.safetensors"
+    assert changed_runs(world, path, flip) == {"final-free", "final-ST"}
+
+
+def test_a_bank_edit_changes_the_runs_of_that_bank_only(world: Path) -> None:
+    def add_a_line(data: bytes) -> bytes:
+        assert b"## chunk st-01\n" in data
+        return data.replace(b"## chunk st-01\n", b"## chunk st-01\n\nEdited.\n")
+
+    assert changed_runs(world, "banks/ST.md", add_a_line) == {"final-ST"}
+
+
+def test_a_split_file_edit_changes_every_run_that_reads_it(world: Path) -> None:
+    """The split file is one input, compared by content: the val run reads it too."""
+
+    def edit_a_test_task(data: bytes) -> bytes:
+        splits = json.loads(data)
+        splits["test"][0]["instruction"] += " Edited."
+        return json.dumps(splits).encode()
+
+    path = "persona_splits.v1.json"
+    assert changed_runs(world, path, edit_a_test_task) == set(WORLD_RUNS)
