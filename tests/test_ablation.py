@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from skilleval.ablation.audit import audit_run
+from skilleval.ablation.contract import TrainerContract
 from skilleval.ablation.matrix import load_matrix
 from skilleval.ablation.plan import plan
 from skilleval.ablation.ratios import ratio_sizes
 from skilleval.ablation.trainer import batch_sizes, build_run, trainer_command
+from skilleval.ablation.trainer_check import trainer_check
 from skilleval.errors import ConfigError
 
 MATRIX = load_matrix("config/ablation/matrix.yaml")
@@ -410,3 +412,17 @@ def test_token_counts_read_as_people_write_them() -> None:
         "n/a",
         "n/a",
     ]
+
+
+def test_trainer_check_dates_a_log_without_a_start_line_as_the_audit_does(tmp_path: Path) -> None:
+    """No start line: the audit takes the time the trainer wrote its config (RunFiles.started)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"train": {"batch_size": 8, "accumulation": 1}}))
+    (tmp_path / "train.log").write_text("train_size=80\nbatch_sizes=[8]\n")
+    found = {c.check: c for c in trainer_check(tmp_path, TrainerContract())}
+    assert found["batch_logic"].computable, found["batch_logic"].detail
+    assert found["started_after_fixes"].computable
+    assert f"the modification time of {config}" in found["started_after_fixes"].detail
+    config.unlink()
+    found = {c.check: c for c in trainer_check(tmp_path, TrainerContract())}
+    assert not found["started_after_fixes"].computable

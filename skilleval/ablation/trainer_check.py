@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skilleval.ablation.audit import CONFIG_CHECK_KEYS, flatten, read_log
+from skilleval.ablation.audit import CONFIG_CHECK_KEYS, RunFiles, flatten, read_log
 from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
 from skilleval.ablation.matrix import load_matrix
 
@@ -69,22 +69,22 @@ def trainer_check(out_root: Path, contract: TrainerContract) -> list[Computable]
         absent = [k for k in needed if k not in config]
         said = f"{config_path} has no {', '.join(absent)}" if absent else f"from {config_path}"
         found.append(Computable(check, not absent, said))
-    return [*found, *log_checks(out_root, contract, config)]
+    return [*found, *log_checks(out_root, contract, config_path, config)]
 
 
 def log_checks(
-    out_root: Path, contract: TrainerContract, config: dict[str, Any] | None
+    out_root: Path, contract: TrainerContract, config_path: Path, config: dict[str, Any] | None
 ) -> list[Computable]:
-    """The checks that read the trainer's log head (and the batch settings of its config)."""
-    found: list[Computable] = []
+    """The checks that read the trainer's log head (and the batch settings of its config),
+    read as the audit reads them (ablation.audit.RunFiles)."""
     log, log_path = read_log(out_root, contract)
-    head = log.splitlines()[: contract.log_head_lines]
+    if log_path is None:
+        logs = ", ".join(contract.log_files)
+        said = f"no log ({logs}; trainer.contract.log_files)"
+        checks = ("batch_logic", "started_after_fixes", "no_rate_limit_errors", "no_crash")
+        return [Computable(check, False, said) for check in checks]
+    files = RunFiles({}, config or {}, config_path, log, log_path, contract)
     where = f"the log head ({log_path}, first {contract.log_head_lines} lines)"
-
-    def line_of(name: str) -> str | None:
-        pattern = contract.pattern(name)
-        lines = (f"{log_path} line {n}" for n, text in enumerate(head, 1) if pattern.search(text))
-        return next(lines, None)
 
     def no_line(name: str) -> str:
         return (
@@ -92,21 +92,19 @@ def log_checks(
             f"({contract.log_lines[name]!r})"
         )
 
-    if log_path is None:
-        logs = ", ".join(contract.log_files)
-        for check in ("batch_logic", "started_after_fixes", "no_rate_limit_errors", "no_crash"):
-            found.append(Computable(check, False, f"no log ({logs}; trainer.contract.log_files)"))
-        return found
-    lines = {name: line_of(name) for name in ("train_size", "batch_sizes", "start")}
-    absent = [n for n in ("train_size", "batch_sizes") if lines[n] is None]
+    lines = {name: files.from_log(name) for name in ("train_size", "batch_sizes")}
+    gaps = [no_line(name) for name, found in lines.items() if found is None]
     settings = ("train.batch_size", "train.accumulation")
-    unset = [k for k in settings if config is None or k not in config]
-    gaps = [no_line(n) for n in absent] + [f"the config has no {k}" for k in unset]
-    batches = f"train size from {lines['train_size']}, batch sizes from {lines['batch_sizes']}"
-    found.append(Computable("batch_logic", not gaps, "; ".join(gaps) or batches))
-    start = lines["start"]
-    said = f"start from {start}" if start else no_line("start")
-    found.append(Computable("started_after_fixes", start is not None, said))
+    gaps += [f"the config has no {k}" for k in settings if config is None or k not in config]
+    batches = ", ".join(f"{n.replace('_', ' ')} from {f[1]}" for n, f in lines.items() if f)
+    found = [Computable("batch_logic", not gaps, "; ".join(gaps) or batches)]
+    start = files.from_log("start")
+    if start is not None:
+        found.append(Computable("started_after_fixes", True, f"start from {start[1]}"))
+    else:  # the audit then takes the time the trainer wrote its config
+        fallback = f"{no_line('start')}; the audit would use the modification time of"
+        said = f"{fallback} {config_path}" if config is not None else f"{no_line('start')}"
+        found.append(Computable("started_after_fixes", config is not None, said))
     for check in ("no_rate_limit_errors", "no_crash"):
         found.append(Computable(check, True, f"searched in {log_path}"))
     return found

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skilleval.env.adapters import BUILT_IN, IDENTITY_KEY, find_adapter
+from skilleval.env.adapters import IDENTITY_KEY
 from skilleval.env.contract import Violation, contract_violations
 from skilleval.errors import SkillevalError
-from skilleval.runs.backends import make_environment
+from skilleval.runs.backends import run_environment
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.outage import RetryLedger
 from skilleval.workflow.plan import WorkflowPlan
@@ -77,21 +77,10 @@ def env_check(
     unreachable server is waited for (a run waits its outage budget)."""
     inputs = protocol_inputs(config, protocol)
     backend = inputs.backends["environment"]
-    adapter = backend if backend in BUILT_IN else find_adapter(backend).identity
+    adapter = inputs.backends.get(IDENTITY_KEY, backend)  # a lab's: its planned identity
     task_ids = split_task_ids(inputs.split_file, inputs.split, max(n_tasks, 2))
-    settings = inputs.protocol["environment"]
-    environment = make_environment(
-        backend,
-        inputs.catalogue,
-        inputs.split_file,
-        inputs.split,
-        settings,
-        RetryLedger(),
-        wait_s,
-        inputs.backends.get(IDENTITY_KEY),
-    )
-    violations = contract_violations(environment, task_ids)
-    url = None if backend == "shopsim" else settings.get("url")
+    violations = contract_violations(run_environment(inputs, RetryLedger(), wait_s), task_ids)
+    url = None if backend == "shopsim" else inputs.protocol["environment"].get("url")
     return EnvCheck(adapter, url, task_ids, violations)
 
 
