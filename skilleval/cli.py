@@ -118,11 +118,11 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
 
 
 def cmd_stale(args: argparse.Namespace) -> int:
-
     from skilleval.workflow.stale import report, stale_jobs
 
     config, root = _config(args)
-    jobs = stale_jobs(config, root, args.configfile or [], args.targets or ["paper"], args.profile)
+    targets, plan_file = args.targets or ["paper"], args.plan_file and Path(args.plan_file)
+    jobs = stale_jobs(config, root, args.configfile or [], targets, args.profile, plan_file)
     print(json.dumps([j.as_json() for j in jobs], indent=1) if args.json else report(jobs))
     return 1 if jobs else 0
 
@@ -321,6 +321,7 @@ def _add_stale(sub: Any) -> None:
     stale.add_argument("--profile", help="as given to snakemake (e.g. profiles/gpu-host)")
     stale.add_argument("--root", default=".", help="workflow directory")
     stale.add_argument("--json", action="store_true", help="print the stale jobs as JSON")
+    stale.add_argument("--plan-file", help="keep the dry run's plan (JSON lines) in this file")
     stale.add_argument("targets", nargs="*", help="snakemake targets (none: paper)")
     stale.set_defaults(func=cmd_stale)
 

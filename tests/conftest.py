@@ -299,8 +299,12 @@ def planned(workdir: Path, *args: str) -> list[PlannedJob]:
 
 def dry_run_outputs(workdir: Path, *args: str) -> dict[str, set[str]]:
     """Rule name -> outputs of the jobs a dry run would execute."""
+    return outputs_by_rule(planned(workdir, *args))
+
+
+def outputs_by_rule(planned: list[PlannedJob]) -> dict[str, set[str]]:
     jobs: dict[str, set[str]] = {}
-    for job in planned(workdir, *args):
+    for job in planned:
         jobs.setdefault(job.rule, set()).update(job.outputs)
     return jobs
 
@@ -336,6 +340,7 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEn
 # work in collection order with --no-loadscope-reorder). test_outages mostly waits (its
 # outages are real seconds), so it runs beside files that compute.
 LONGEST_FIRST = (
+    "test_staleness_builds.py",
     "test_staleness.py",
     "test_benchmarks.py",
     "test_outages.py",

@@ -1,128 +1,41 @@
 """Exact staleness on a built graph: for each kind of edit, the exact stale outputs.
 
-Every case asserts two things: ``snakemake -n`` and ``skilleval stale`` name the same
-outputs (one oracle), and those are exactly the outputs the edit can change. The
-workflow copy carries its own copy of the package, so code edits stay inside it.
+Every case asserts two things: the jobs Snakemake's dry run reported (the plan file
+``skilleval stale --plan-file`` keeps) and what ``skilleval stale`` names are the same
+outputs, and those are exactly the outputs the edit can change. The workflow copy carries
+its own copy of the package, so code edits stay inside it. The edits whose builds are
+checked too are in tests/test_staleness_builds.py.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from skilleval.provenance.identity import DIGEST_LENGTH as DIGEST
 from tests.conftest import dry_run_outputs, skilleval_cli, snakemake, unfrozen
+from tests.stale_oracle import (
+    CONFIG,
+    EVERY_RUN,
+    MAIN,
+    edited,
+    model_runs,
+    stale,
+    stale_and_costs,
+    stems,
+    with_sim_jobs_as_one,
+)  # fmt: skip
 
 pytestmark = pytest.mark.slow
-
-CONFIG = ("--configfile", "config/small.yaml")
-MAIN = {"s0-gain", "internalisation", "internalisation-gap", "upper-bound", "final-vs-initial"}
 
 
 @pytest.fixture(scope="module")
 def built(small_paper: Path) -> Path:
     return small_paper
-
-
-def stale(
-    workdir: Path, *args: str, configfiles: tuple[str, ...] = ("config/small.yaml",)
-) -> dict[str, set[str]]:
-    """Rule -> stale outputs, asserting that the dry run and skilleval stale agree."""
-    return stale_and_costs(workdir, *args, configfiles=configfiles)[0]
-
-
-def stale_and_costs(
-    workdir: Path, *args: str, configfiles: tuple[str, ...] = ("config/small.yaml",)
-) -> tuple[dict[str, set[str]], dict[str, str]]:
-    """(rule -> stale outputs, run summary -> certain or conditional), asserting that the
-    dry run and skilleval stale agree on the outputs."""
-    jobs = dry_run_outputs(workdir, *args, "--configfile", *configfiles)
-    jobs.pop("paper", None)
-    targets = [a for a in args if not a.startswith("-")] or ["paper"]
-    done = skilleval_cli(
-        workdir, "stale", "--json", "--root", str(workdir), *targets, "--configfile", *configfiles
-    )
-    assert done.returncode in (0, 1), done.stderr
-    told: dict[str, set[str]] = {}
-    costs: dict[str, str] = {}
-    for job in json.loads(done.stdout):
-        if job["rule"] != "paper":
-            told.setdefault(job["rule"], set()).update(job["outputs"])
-        if job["cost"]:
-            summary = next(o for o in job["outputs"] if o.endswith("summary.json"))
-            costs[summary] = job["cost"]["kind"]
-    assert told == {rule: outputs for rule, outputs in jobs.items() if outputs}
-    return jobs, costs
-
-
-MODEL_RULES = ("eval_run", "gate_masked_run", "ablation_run")
-# The sim trainer's jobs, one per benchmark (rules/ablation.smk): ablation_runs_<bench>.
-SIM_JOBS = "ablation_runs_"
-STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
-PROGRESS = re.compile(r"\] (\d+)/\d+ tasks .*?done, reused (\d+)")
-
-
-def model_runs(jobs: dict[str, set[str]]) -> set[str]:
-    """The summaries of the planned model and trainer runs."""
-    rules = [r for r in jobs if r in MODEL_RULES or r.startswith(SIM_JOBS)]
-    return {o for r in rules for o in jobs[r] if o.endswith("summary.json")}
-
-
-def with_sim_jobs_as_one(jobs: dict[str, set[str]]) -> dict[str, set[str]]:
-    """``jobs`` with the sim trainer's per-benchmark jobs merged under 'ablation_runs'."""
-    merged: dict[str, set[str]] = {}
-    for rule, outputs in jobs.items():
-        merged.setdefault("ablation_runs" if rule.startswith(SIM_JOBS) else rule, set()).update(
-            outputs
-        )
-    return merged
-
-
-def build_and_count(
-    workdir: Path, *configfiles: str, targets: Iterable[str] = ("paper",)
-) -> dict[str, int]:
-    """Build ``targets`` (the paper unless told); model run log -> episodes its job computed
-    in this build: 0 for a job that restored its kept result."""
-    started = dt.datetime.now() - dt.timedelta(seconds=1)
-    snakemake(workdir, *targets, "-j", "2", "--configfile", *(configfiles or CONFIG[1:]))
-    computed: dict[str, int] = {}
-    for path in (workdir / "results" / "logs").rglob("*.log"):
-        new = "\n".join(
-            line
-            for line in path.read_text().splitlines()
-            if STAMP.match(line) and dt.datetime.fromisoformat(line[:19]) >= started
-        )
-        name = str(path.relative_to(workdir / "results" / "logs"))
-        if "evidence unchanged" in new:
-            computed[name] = 0
-        elif progress := PROGRESS.findall(new):
-            done, reused = progress[-1]
-            computed[name] = int(done) - int(reused)
-    return computed
-
-
-@contextmanager
-def edited(path: Path, change: Callable[[str], str]) -> Iterator[None]:
-    original = path.read_bytes()
-    text = original.decode()
-    changed = change(text)
-    assert changed != text, f"the edit of {path} changed nothing"
-    path.write_text(changed)
-    try:
-        yield
-    finally:
-        path.write_bytes(original)
-
-
-def stems(outputs: set[str]) -> set[str]:
-    return {Path(o).stem for o in outputs}
 
 
 def test_a_built_graph_is_clean(built: Path) -> None:
@@ -332,66 +245,6 @@ def test_a_missing_config_input_stops_the_dry_run_naming_the_key(built: Path) ->
     )
 
 
-def test_after_a_forced_run_both_name_its_dependents(built: Path) -> None:
-    summary = built / "results/runs/final-ST/summary.json"
-    before = summary.read_bytes()
-    snakemake(built, "-f", "results/runs/final-ST/summary.json", "-j", "1", *CONFIG)
-    # Its result is kept, so the forced job restores it byte for byte; Snakemake compares
-    # the checksum of an input newer than its outputs, so nothing below it is stale.
-    assert summary.read_bytes() == before and stale(built, "paper") == {}
-    for kept in (built / "results/journal/final-ST").glob("*.complete"):
-        shutil.rmtree(kept)
-    snakemake(built, "-f", "results/runs/final-ST/summary.json", "-j", "1", *CONFIG)
-    jobs = stale(built, "paper")
-    assert stems(jobs["contrast"]) == {"internalisation-gap", "upper-bound", "final-vs-initial"}
-    snakemake(built, "paper", "-j", "2", *CONFIG)
-    assert stale(built, "paper") == {}
-
-
-def test_archiving_a_run_makes_the_next_build_redo_it_and_its_dependents(built: Path) -> None:
-    done = skilleval_cli(built, "archive", "base-free", "--reason", "test", "--root", str(built))
-    assert done.returncode == 0, done.stderr
-    jobs = stale(built, "paper")
-    assert "results/runs/base-free/summary.json" in jobs["eval_run"]
-    assert {"s0-gain", "internalisation"} <= stems(jobs["contrast"])
-    snakemake(built, "paper", "-j", "2", *CONFIG)
-    assert stale(built, "paper") == {}
-
-
-def comparable(path: Path) -> object:
-    """A built file's content without its provenance blocks (JSON) or as bytes."""
-    if path.suffix not in (".json", ".jsonl"):
-        return path.read_bytes()
-
-    def strip(value: object) -> object:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "provenance"}
-        return [strip(v) for v in value] if isinstance(value, list) else value
-
-    lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
-    return [strip(json.loads(line)) for line in lines if line.strip()]
-
-
-def test_a_second_build_in_another_directory_is_identical(
-    built: Path, resumed_paper_build: tuple[Path, str]
-) -> None:
-    # The second build (conftest.resumed_paper_build) ran one directory deeper, and was
-    # interrupted and resumed: neither may show in what it built.
-    other = resumed_paper_build[0]
-    compared, differing = 0, []
-    for folder in ("results", "paper/tables", "paper/figures"):
-        for path in sorted((built / folder).rglob("*")):
-            relative = path.relative_to(built)
-            skipped = relative.parts[:2] in {("results", p) for p in ("logs", "journal", "archive")}
-            if path.is_dir() or skipped or relative.name.endswith(".log"):
-                continue
-            compared += 1
-            twin = other / relative
-            if not twin.exists() or comparable(path) != comparable(twin):
-                differing.append(str(relative))
-    assert compared > 1000 and differing == [], differing[:20]
-
-
 # The evidence-identity corpus (issue 23): for each edit, which model or trainer runs are
 # planned, and what the build then computes.
 
@@ -410,49 +263,6 @@ def test_a_table_renderer_edit_plans_no_run(built: Path) -> None:
     module = built / "skilleval" / "report" / "latex.py"
     with edited(module, lambda t: t + "\ndef unused_renderer() -> None:\n    return None\n"):
         assert model_runs(stale(built, "paper")) == set()
-
-
-def test_a_statistics_helper_reruns_the_bank_freeze_but_computes_no_episode(built: Path) -> None:
-    module = built / "skilleval" / "analysis" / "bootstrap.py"
-    ranked = {f"results/runs/{r}/summary.json" for r in RANKED}
-    before = {r: (built / r).read_bytes() for r in ranked}
-    with edited(module, lambda t: t + "\ndef unused_helper() -> int:\n    return 1\n"):
-        jobs, costs = stale_and_costs(built, "paper")
-        assert model_runs(jobs) == ranked
-        assert set(costs.values()) == {"conditional"}  # the frozen banks may come out the same
-        # The runs and what they need; the tables under the edit are another test's matter.
-        computed = build_and_count(built, targets=sorted(ranked))
-    assert {computed[f"runs/{r}.log"] for r in RANKED} == {0}
-    assert {r: (built / r).read_bytes() for r in ranked} == before
-    # The revert, likewise (as in the rollout test, the paper: the banks were refrozen).
-    assert build_and_count(built).get("runs/rank-top-4.log") == 0
-    assert stale(built, "paper") == {}
-
-
-RANKED = ("rank-top-4", "rank-bottom-4", "rank-random-4-20260907")
-EVERY_RUN = 20  # 8 evaluation runs and 12 masked Gate A runs of the small world
-
-
-def test_a_rollout_edit_recomputes_every_episode_and_its_revert_restores_them(
-    built: Path,
-) -> None:
-    module = built / "skilleval" / "env" / "rollout.py"
-    old = "        while steps < max_steps:"
-    with edited(module, lambda t: t.replace(old, "        while steps < max_steps - 5:")):
-        jobs, costs = stale_and_costs(built, "paper")
-        runs = sorted(model_runs(jobs))
-        assert len(runs) == EVERY_RUN and set(costs.values()) == {"certain"}
-        # The runs only: what is computed from them under the edit is no matter here.
-        computed = build_and_count(built, targets=runs)
-    episodes = {name: n for name, n in computed.items() if name.startswith(("runs/", "gate/"))}
-    assert len(episodes) == EVERY_RUN and set(episodes.values()) == {48}  # 0 reused
-    # Back to the old code: every run restores what it had, from its archived journal, byte
-    # for byte; the paper then rebuilds only what the edit's build rebuilt on the way to the
-    # ranked runs (the gate's betas and the frozen banks, whose provenance differs).
-    computed = build_and_count(built)
-    restored = {name: n for name, n in computed.items() if name.startswith(("runs/", "gate/"))}
-    assert len(restored) == EVERY_RUN and set(restored.values()) == {0}
-    assert stale(built, "paper") == {}
 
 
 @pytest.mark.parametrize(
@@ -497,39 +307,6 @@ def test_another_registered_system_prompt_makes_every_model_run_certain(built: P
     assert len(model_runs(jobs)) == EVERY_RUN and set(costs.values()) == {"certain"}
     assert "paper_main_table" in jobs
     assert not any(rule.startswith("ablation") for rule in jobs)
-
-
-def test_identical_copies_under_new_paths_plan_nothing(built: Path) -> None:
-    originals = {
-        "bank": built / "results/world/banks/S0.md",
-        "split": built / "results/world/persona_splits.v1.json",
-        "checkpoint": built / "results/world/checkpoints/final/model.safetensors",
-    }
-
-    def overlay(folder: str) -> str:
-        copies = {role: built / folder / path.name for role, path in originals.items()}
-        for role, path in originals.items():
-            copies[role].parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, copies[role])
-        tasks = f"{{split_file: {folder}/{originals['split'].name}, split: test}}"
-        text = (
-            f"banks:\n  S0: {{path: {folder}/S0.md}}\n"
-            f"checkpoints:\n  final: {{path: {folder}/model.safetensors}}\n"
-            "protocols:\n"
-            + "".join(f"  {p}:\n    tasks: {tasks}\n" for p in ("local-sglang", "hosted-api"))
-        )
-        (built / "config" / f"{folder}.yaml").write_text(text)
-        return f"config/{folder}.yaml"
-
-    # From built files to files the graph only reads: the runs restore what they had.
-    first = overlay("copies-a")
-    computed = build_and_count(built, "config/small.yaml", first)
-    assert computed and set(computed.values()) == {0}
-    # From one copy to another: nothing is planned at all.
-    second = overlay("copies-b")
-    assert stale(built, "paper", configfiles=("config/small.yaml", second)) == {}
-    build_and_count(built)
-    assert stale(built, "paper") == {}
 
 
 def test_stale_with_the_gpu_host_profile_names_the_dry_runs_set_and_prices_it(

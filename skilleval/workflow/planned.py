@@ -65,10 +65,13 @@ def planned_jobs(
     configfiles: Sequence[str],
     targets: Sequence[str],
     profile: str | None = None,
+    keep_plan: Path | None = None,
 ) -> list[PlannedJob]:
-    """The jobs ``snakemake -n`` plans in ``root``, as a user would run it."""
+    """The jobs ``snakemake -n`` plans in ``root``, as a user would run it; its plan file
+    is kept at ``keep_plan`` when given."""
     with tempfile.TemporaryDirectory(prefix="skilleval-plan-") as scratch:
-        plan_file = Path(scratch) / "plan.jsonl"
+        plan_file = keep_plan.resolve() if keep_plan else Path(scratch) / "plan.jsonl"
+        plan_file.unlink(missing_ok=True)
         # Targets first: --configfile takes every word after it.
         command = [sys.executable, "-m", "snakemake", *targets, "-n", "--directory", str(root)]
         if profile:

@@ -209,9 +209,10 @@ def stale_jobs(
     configfiles: Sequence[str],
     targets: Sequence[str],
     profile: str | None = None,
+    keep_plan: Path | None = None,
 ) -> list[StaleJob]:
     plan = WorkflowPlan(config)
-    planned = [j for j in planned_jobs(root, configfiles, targets, profile) if j.outputs]
+    planned = [j for j in planned_jobs(root, configfiles, targets, profile, keep_plan) if j.outputs]
     parsed = [
         (
             j.rule,
