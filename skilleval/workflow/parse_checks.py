@@ -1,0 +1,70 @@
+"""Every check the workflow makes of its inputs when it is parsed, before any job: one
+call from rules/common.smk, and one a test can make without starting Snakemake.
+
+A ConfigError names the file, key, bad value and fix; a GpuLeaseError names the key that
+asks for more cards than the profile gives the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skilleval import paths
+from skilleval.ablation.matrix import load_matrix
+from skilleval.config.checks import validate_config
+from skilleval.config.input_files import check_input_files
+from skilleval.config.loading import ConfigSources
+from skilleval.provenance.code import SourceCache
+from skilleval.provenance.digests import FileDigests
+from skilleval.provenance.evidence import trainer_run_code
+from skilleval.serving.gpu import check_requests, gpu_requests
+from skilleval.workflow.frozen import check_frozen, load_registry
+from skilleval.workflow.rule_inputs import AblationInputs, SourceFiles
+from skilleval.world.design import WorldDesign, world_design
+
+# Where the workflow keeps what it caches between parses (digests, code), under its root.
+CACHE_DIR = Path(".snakemake/skilleval")
+
+
+@dataclass(frozen=True)
+class CheckedInputs:
+    """What the checks read, kept for the workflow so nothing is read twice."""
+
+    sources: SourceFiles
+    world_design: WorldDesign
+    matrix: dict[str, Any]
+    code_cache: SourceCache
+    ablation_inputs: AblationInputs
+
+
+def check_inputs(
+    config: dict[str, Any],
+    source: ConfigSources,
+    host_cards: int | None = None,
+    card_ids: str | None = None,
+) -> CheckedInputs:
+    """The config, the files it names, the ablation matrix, the cards asked for (against
+    the build's ``--resources gpu``, ``host_cards``) and the frozen protocols, checked in
+    the working directory, the workflow's root."""
+    validate_config(config, source)
+    sources = SourceFiles(
+        [paths.RESULTS, config["world"]["dir"]], FileDigests(CACHE_DIR / "file-digests.json")
+    )
+    design = world_design(config)
+    check_input_files(config, source, sources.is_built, design.generated_files())
+    matrix = load_matrix(config["ablation"]["matrix"])
+    check_requests(gpu_requests(config), host_cards, source, card_ids)
+    check_frozen(
+        config["protocols"],
+        source.files[0].data.get("protocols", {}),
+        load_registry(paths.FROZEN_PROTOCOLS),
+        source,
+        paths.FROZEN_PROTOCOLS,
+    )
+    code_cache = SourceCache(CACHE_DIR / "code-cache.json")
+    ablation = AblationInputs(
+        matrix, config["ablation"]["matrix"], trainer_run_code(code_cache), sources.file_digests
+    )
+    return CheckedInputs(sources, design, matrix, code_cache, ablation)
