@@ -93,8 +93,9 @@ def main() -> None:
         world = workdir / "results" / "world"
         # One environment server for every run; each stand-in serves the model only (its
         # own environment on a free port nobody calls).
-        protocol["environment"].update(url=f"http://127.0.0.1:{env_port}", beside_run=False)
-        protocol["model_server"]["launch"]["command"] = stand_in_server(
+        execution = protocol["execution"]
+        execution["environment"].update(url=f"http://127.0.0.1:{env_port}", beside_run=False)
+        execution["model_server"]["launch"]["command"] = stand_in_server(
             world, 0, "--latency", str(latency), "--startup-delay", str(delay)
         )
         (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

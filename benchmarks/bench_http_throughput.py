@@ -112,8 +112,8 @@ def main(latency: float) -> None:
             plan = WorkflowPlan(config)
             inputs = plan.run_inputs(plan.runs["base-free"])
             protocol = copy.deepcopy(inputs.protocol)
-            protocol["model_server"]["base_url"] = model_url
-            protocol["environment"]["url"] = env_url
+            protocol["execution"]["model_server"]["base_url"] = model_url
+            protocol["execution"]["environment"]["url"] = env_url
             protocol["tasks"]["split_file"] = str(root / "persona_splits.v1.json")
             inputs = replace(
                 inputs,

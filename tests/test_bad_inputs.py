@@ -97,11 +97,16 @@ CASES: dict[str, Case] = {
     ),
     "zero outage budget": Case(
         CONFIG,
-        setter(f"{L}/runtime/outage_budget_s", 0),
-        "protocols.local-sglang.runtime.outage_budget_s",
+        setter(f"{L}/execution/outage_budget_s", 0),
+        "protocols.local-sglang.execution.outage_budget_s",
     ),
     "missing outage budget": Case(
-        CONFIG, deleter(f"{L}/runtime/outage_budget_s"), "protocols.local-sglang.runtime"
+        CONFIG, deleter(f"{L}/execution/outage_budget_s"), "protocols.local-sglang.execution"
+    ),
+    "outage budget in its old place": Case(
+        CONFIG,
+        setter(f"{L}/runtime/outage_budget_s", 600),
+        "write it as protocols.local-sglang.execution.outage_budget_s",
     ),
     "temperature as text": Case(
         CONFIG,
@@ -115,13 +120,18 @@ CASES: dict[str, Case] = {
     ),
     "malformed environment address": Case(
         CONFIG,
-        setter(f"{L}/environment/url", "htp:/127.0.0.1:5700"),
-        "protocols.local-sglang.environment.url",
+        setter(f"{L}/execution/environment/url", "htp:/127.0.0.1:5700"),
+        "protocols.local-sglang.execution.environment.url",
     ),
     "model server address with a space": Case(
         CONFIG,
-        setter(f"{L}/model_server/base_url", "http://127.0.0.1:30000 /v1"),
-        "protocols.local-sglang.model_server.base_url",
+        setter(f"{L}/execution/model_server/base_url", "http://127.0.0.1:30000 /v1"),
+        "protocols.local-sglang.execution.model_server.base_url",
+    ),
+    "model server address in its old place": Case(
+        OVERLAY,
+        {"protocols": {"local-sglang": {"model_server": {"base_url": "http://h:30000/v1"}}}},
+        "write it as protocols.local-sglang.execution.model_server.base_url",
     ),
     "zero tensor parallel": Case(
         CONFIG, setter(f"{L}/model_server/tp", 0), "protocols.local-sglang.model_server.tp"
@@ -397,7 +407,7 @@ def test_every_bad_value_of_an_overlay_is_reported_in_one_go(workdir: Path) -> N
     overlay = workdir / OVERLAY
     overlay.write_text(
         "protocols:\n  local-sglang:\n"
-        "    environment: {url: 'htp:/127.0.0.1:5700'}\n"
+        "    execution: {environment: {url: 'htp:/127.0.0.1:5700'}}\n"
         "    runtime: {max_steps: 0}\n"
         "world: {seed: x}\n"
     )

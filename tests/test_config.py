@@ -281,14 +281,15 @@ def test_a_registered_bank_that_is_not_k_chunks_of_the_draft_bank_is_refused(
 def test_every_bad_value_of_a_config_is_reported_at_once() -> None:
     config = load_default_config()
     protocol = config["protocols"]["local-sglang"]
-    protocol["environment"]["url"] = "htp:/127.0.0.1:5700"
+    protocol["execution"]["environment"]["url"] = "htp:/127.0.0.1:5700"
     protocol["runtime"]["max_steps"] = 0
     config["world"]["seed"] = "x"
     with pytest.raises(ConfigErrors) as raised:
         validate_config(config, "config/config.yaml")
     message = str(raised.value)
     assert message.startswith("3 invalid values:")
-    for key in ("protocols.local-sglang.environment.url", "runtime.max_steps", "world.seed"):
+    keys = ("protocols.local-sglang.execution.environment.url", "runtime.max_steps", "world.seed")
+    for key in keys:
         assert key in message
     assert raised.value.key == "world.seed"  # the first, for callers that name one
 

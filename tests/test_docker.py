@@ -90,9 +90,10 @@ def docker_workflow(workdir: Path, archive: Path) -> None:
     config["backends"] = {"policy": "openai", "environment": "http", "model_server": "docker"}
     model_port, env_port = free_port(), free_port()
     protocol = config["protocols"]["local-sglang"]
-    protocol["environment"]["url"] = f"http://127.0.0.1:{env_port}"
-    protocol["model_server"].update(base_url=f"http://127.0.0.1:{model_port}/v1", dp_size=2)
-    protocol["model_server"]["launch"] = {
+    protocol["execution"]["environment"]["url"] = f"http://127.0.0.1:{env_port}"
+    protocol["model_server"]["dp_size"] = 2
+    protocol["execution"]["model_server"]["base_url"] = f"http://127.0.0.1:{model_port}/v1"
+    protocol["execution"]["model_server"]["launch"] = {
         "image": ARCHIVED,
         "image_archive": str(archive),
         "command": stand_in_server(workdir / "results" / "world", env_port, "--latency", "0.05"),

@@ -72,7 +72,7 @@ def set_final_checkpoint(c: Config) -> None:
 
 
 def set_port(c: Config) -> None:
-    protocol(c)["model_server"]["base_url"] = "http://127.0.0.1:30016/v1"
+    protocol(c)["execution"]["model_server"]["base_url"] = "http://127.0.0.1:30016/v1"
 
 
 def set_protocol_description(c: Config) -> None:

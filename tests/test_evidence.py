@@ -82,17 +82,23 @@ def test_a_runs_settings_hold_no_path_and_round_trip(small_world: Path) -> None:
     assert RunInputs.from_settings(settings, inputs.files()) == inputs.for_results()
 
 
-# Settings that say where the servers are and how long to wait for them (issue 45): each
-# is an overlay that, on a GPU host, must not cost a single evaluation again.
+# Settings that say where the servers are and how long to wait for them (issue 45), each
+# a key of the protocol's execution section: each is an overlay that, on a GPU host, must
+# not cost a single evaluation again.
 EXECUTION_OVERLAYS = {
     "model server port": ("model_server", "base_url", "http://127.0.0.1:30016/v1"),
     "request timeout": ("model_server", "request_timeout_s", 900),
     "start-up limit": ("model_server", "launch", {"startup_timeout_s": 1800}),
     "environment address": ("environment", "url", "http://envs.example.org:5700"),
     "environment beside the run": ("environment", "beside_run", False),
-    "outage budget": ("runtime", "outage_budget_s", 7200),
+    "outage budget": (None, "outage_budget_s", 7200),
     "key variable": ("model_server", "api_key_env", "OTHER_KEY"),
 }
+
+
+def execution_node(protocol: dict[str, Any], section: str | None) -> dict[str, Any]:
+    node: dict[str, Any] = protocol["execution"]
+    return node if section is None else node.setdefault(section, {})
 
 
 @pytest.mark.parametrize("overlay", sorted(EXECUTION_OVERLAYS))
@@ -102,16 +108,17 @@ def test_execution_settings_reach_no_params_and_come_back_for_the_job(overlay: s
     before = WorkflowPlan(config)
     edited = copy.deepcopy(config)
     for protocol in edited["protocols"].values():
-        old = protocol.setdefault(section, {}).get(key)
-        protocol[section][key] = {**(old or {}), **value} if isinstance(value, dict) else value
+        node = execution_node(protocol, section)
+        old = node.get(key)
+        node[key] = {**(old or {}), **value} if isinstance(value, dict) else value
     after = WorkflowPlan(edited)
     assert set(after.runs) == set(before.runs)
     for name, run in before.runs.items():
         inputs = before.run_inputs(run)
         assert after.run_inputs(after.runs[name]).settings() == inputs.settings(), name
         job = RunInputs.from_settings(inputs.settings(), inputs.files()).executed_with(edited)
-        executed = job.protocol[section][key]
-        assert executed == edited["protocols"][inputs.protocol_name][section][key], name
+        executed = execution_node(job.protocol, section)[key]
+        assert executed == execution_node(edited["protocols"][inputs.protocol_name], section)[key]
         assert protocol_digest(inputs.protocol_name, job.protocol) == protocol_digest(
             inputs.protocol_name, inputs.protocol
         )

@@ -129,8 +129,9 @@ def test_every_job_sees_its_leased_cards_or_none_and_never_gpu0(tmp_path: Path) 
     # own environment on a free port nobody calls), so no two stand-ins want one port.
     world, env_port = workdir / "results" / "world", free_port()
     protocol = config["protocols"]["local-sglang"]
-    protocol["environment"].update(url=f"http://127.0.0.1:{env_port}", beside_run=False)
-    protocol["model_server"]["launch"]["command"] = stand_in_server(world, 0)
+    execution = protocol["execution"]
+    execution["environment"].update(url=f"http://127.0.0.1:{env_port}", beside_run=False)
+    execution["model_server"]["launch"]["command"] = stand_in_server(world, 0)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     (tmp_path / "bin").mkdir()
     write_nvidia_smi(tmp_path / "bin", 14)

@@ -26,9 +26,12 @@ def strip(records: list[dict[str, object]]) -> list[dict[str, object]]:
 def http_inputs(world: Path, model_url: str, env_url: str, **protocol_changes: object):  # type: ignore[no-untyped-def]
     inputs = run_inputs(world)
     protocol = copy.deepcopy(inputs.protocol)
-    protocol["model_server"].update(base_url=model_url, request_timeout_s=30)
-    protocol["model_server"].update(protocol_changes)
-    protocol["environment"]["url"] = env_url
+    execution = protocol["execution"]
+    execution["model_server"].update(base_url=model_url, request_timeout_s=30)
+    for key, value in protocol_changes.items():
+        section = execution if key in execution["model_server"] else protocol
+        section["model_server"][key] = value
+    execution["environment"]["url"] = env_url
     backends = {"policy": "openai", "environment": "http", "model_server": "external"}
     return replace(inputs, protocol=protocol, backends=backends)
 
@@ -140,8 +143,9 @@ def test_a_keyed_server_is_checked_with_the_protocols_key_and_never_recorded(
         with pytest.raises(ServiceError) as wrong:
             evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j2"))
         assert "answered HTTP 401: the API key is missing or wrong" in str(wrong.value)
-        assert "$SKILLEVAL_LAB_KEY (model_server.api_key_env)" in str(wrong.value)
-        with pytest.raises(ServiceError, match=r"sends no key \(model_server.api_key_env: null"):
+        assert "$SKILLEVAL_LAB_KEY (execution.model_server.api_key_env)" in str(wrong.value)
+        no_key = r"sends no key \(execution.model_server.api_key_env: null"
+        with pytest.raises(ServiceError, match=no_key):
             evaluate(
                 http_inputs(small_world, keyed.model_url, keyed.env_url, api_key_env=None),
                 str(tmp_path / "r"),

@@ -69,7 +69,7 @@ def test_a_job_refuses_an_adapter_changed_after_planning() -> None:
 
 
 def lab_overlay(url: str) -> str:
-    protocol = {"environment": {"url": url}}
+    protocol = {"execution": {"environment": {"url": url}}}
     overlay = {"backends": {"environment": "lab-shop"}, "protocols": {"local-sglang": protocol}}
     return yaml.safe_dump(overlay)
 
@@ -168,7 +168,7 @@ def world_config(world: Path, url: str, environment: str = "http") -> dict[str, 
     protocol["tasks"]["split_file"] = inputs.split_file
     protocol["prompt"]["system"] = inputs.system_prompt_file
     protocol["prompt"]["skill_template"] = inputs.skill_template_file
-    protocol["environment"]["url"] = url
+    protocol["execution"]["environment"]["url"] = url
     config["backends"]["environment"] = environment
     return config
 
@@ -209,10 +209,10 @@ def test_a_model_run_on_a_broken_environment_stops_before_it_leases_a_card(
     monkeypatch.setattr(evaluation, "served", no_server)
     with broken_server("tools") as url:
         inputs = run_inputs(small_world)
-        environment = {**inputs.protocol["environment"], "url": url}
+        execution = {**inputs.protocol["execution"], "environment": {"url": url}}
         inputs = replace(
             inputs,
-            protocol={**inputs.protocol, "environment": environment},
+            protocol={**inputs.protocol, "execution": execution},
             backends={**inputs.backends, "environment": "http", "model_server": "process"},
         )
         with pytest.raises(SkillevalError) as refused:

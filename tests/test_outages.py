@@ -44,8 +44,8 @@ def serve(world: Path, **kwargs: Any) -> WorldServers:
 
 def run(world: Path, servers: WorldServers, out: Path, budget_s: float = 600) -> dict[str, Any]:
     inputs = http_inputs(world, servers.model_url, servers.env_url)
-    runtime = {**inputs.protocol["runtime"], "outage_budget_s": budget_s}
-    inputs = replace(inputs, protocol={**inputs.protocol, "runtime": runtime})
+    execution = {**inputs.protocol["execution"], "outage_budget_s": budget_s}
+    inputs = replace(inputs, protocol={**inputs.protocol, "execution": execution})
     return evaluate(inputs, str(out / "r.jsonl"), str(out / "s.json"), str(out / "journal"))
 
 

@@ -66,7 +66,8 @@ def test_slurm_jobs_are_sized_from_the_protocol_and_a_site_overrides_them(
     workflow_copy: Path,
 ) -> None:
     site = ("--configfile", "config/examples/cluster-environment.yaml")
-    server = load_default_config()["protocols"]["local-sglang"]["model_server"]
+    protocol = load_default_config()["protocols"]["local-sglang"]
+    server = {**protocol["model_server"], **protocol["execution"]["model_server"]}
     launched = run_job_size("process", server, [], workflow_copy / "none.json")
     slurm = ("--profile", "profiles/slurm", "-f", "results/runs/base-free/summary.json")
     (run,) = [j for j in planned(workflow_copy, *slurm, *site) if j.rule == "eval_run"]
@@ -100,7 +101,7 @@ def test_slurm_profile_refuses_a_loopback_environment(workflow_copy: Path) -> No
     """config.yaml's environment is 127.0.0.1:5700: on a cluster node, the node's own."""
     out = dry(workflow_copy, "slurm")
     assert "exit 1" in out and "Traceback" not in out
-    assert "protocols.local-sglang.environment.url = 'http://127.0.0.1:5700'" in out
+    assert "protocols.local-sglang.execution.environment.url = 'http://127.0.0.1:5700'" in out
     assert "jobs run on cluster nodes" in out and "routable address" in out
     assert "exit 0" in dry(workflow_copy, "gpu-host")  # one host: its loopback is right
 

@@ -115,11 +115,12 @@ def against(world: Path, model_url: str, env: str, **server: Any) -> RunInputs:
     ``model_url``; fewer turns and tokens so that a CPU serves a run in seconds."""
     inputs = run_inputs(world, "base-free")
     protocol = copy.deepcopy(inputs.protocol)
-    protocol["model_server"].update(
-        base_url=model_url, request_timeout_s=60, identity="trust", **server
-    )
-    protocol["environment"]["url"] = env
-    protocol["runtime"].update(max_steps=3, outage_budget_s=60)
+    protocol["model_server"].update(identity="trust", **server)
+    execution = protocol["execution"]
+    execution["model_server"].update(base_url=model_url, request_timeout_s=60)
+    execution["environment"]["url"] = env
+    execution["outage_budget_s"] = 60
+    protocol["runtime"]["max_steps"] = 3
     protocol["sampling"].update(max_tokens=192)
     backends = {"policy": "openai", "environment": "http", "model_server": "external"}
     return replace(inputs, protocol=protocol, backends=backends)

@@ -37,9 +37,11 @@ def env_url(small_world: Path) -> Iterator[str]:
 def against(world: Path, model_url: str, env: str, budget_s: float = 60) -> RunInputs:
     inputs = run_inputs(world, "base-free")
     protocol = copy.deepcopy(inputs.protocol)
-    protocol["model_server"].update(base_url=model_url, request_timeout_s=0.5, identity="trust")
-    protocol["environment"]["url"] = env
-    protocol["runtime"]["outage_budget_s"] = budget_s
+    protocol["model_server"]["identity"] = "trust"
+    execution = protocol["execution"]
+    execution["model_server"].update(base_url=model_url, request_timeout_s=0.5)
+    execution["environment"]["url"] = env
+    execution["outage_budget_s"] = budget_s
     backends = {"policy": "openai", "environment": "http", "model_server": "external"}
     return replace(inputs, protocol=protocol, backends=backends)
 
@@ -188,7 +190,8 @@ def test_a_malformed_tool_call_s_raw_text_is_in_the_transcript(
     try:
         inputs = against(small_world, servers.model_url, servers.env_url)
         protocol = copy.deepcopy(inputs.protocol)
-        protocol["model_server"].update(identity="verify", request_timeout_s=30)
+        protocol["model_server"]["identity"] = "verify"
+        protocol["execution"]["model_server"]["request_timeout_s"] = 30
         inputs = replace(inputs, protocol=protocol)
         out = tmp_path / "run"
         evaluate(

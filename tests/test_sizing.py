@@ -8,7 +8,9 @@ from pathlib import Path
 from skilleval.serving.sizing import run_job_size, sglang_processes
 from tests.conftest import load_default_config
 
-SERVER = load_default_config()["protocols"]["local-sglang"]["model_server"]
+PROTOCOL = load_default_config()["protocols"]["local-sglang"]
+# The model server as a run sees it (RunInputs.model_server): what it serves, how it starts.
+SERVER = {**PROTOCOL["model_server"], **PROTOCOL["execution"]["model_server"]}
 
 
 def test_sglang_processes_follow_its_launcher() -> None:

@@ -27,10 +27,12 @@ CARDS_PER_RUN = 2
 def stand_in_protocol(protocol: dict[str, Any], world: Path) -> None:
     """sglang's place taken by the project's test server (same flags), on loopback ports."""
     model_port, env_port = free_port(), free_port()
-    protocol["environment"]["url"] = f"http://127.0.0.1:{env_port}"
-    protocol["environment"]["beside_run"] = True  # the test server serves both
-    server = protocol["model_server"]
-    server.update(base_url=f"http://127.0.0.1:{model_port}/v1", tp=1, dp_size=CARDS_PER_RUN)
+    execution = protocol["execution"]
+    execution["environment"]["url"] = f"http://127.0.0.1:{env_port}"
+    execution["environment"]["beside_run"] = True  # the test server serves both
+    protocol["model_server"].update(tp=1, dp_size=CARDS_PER_RUN)
+    server = execution["model_server"]
+    server["base_url"] = f"http://127.0.0.1:{model_port}/v1"
     server["launch"] = {
         "command": stand_in_server(world, env_port),
         "image": "skilleval/unused:none",

@@ -171,11 +171,12 @@ def test_a_protocol_value_makes_its_runs_and_dependents_stale(built: Path) -> No
 def test_server_addresses_timeouts_and_start_up_limits_plan_nothing(built: Path) -> None:
     protocols = "".join(
         f"  {name}:\n"
-        "    environment: {url: 'http://envs.example.org:5701'}\n"
-        "    model_server:\n"
-        "      base_url: 'http://127.0.0.1:30016/v1'\n"
-        "      request_timeout_s: 900\n"
-        + ("      launch: {startup_timeout_s: 1800}\n" if name == "local-sglang" else "")
+        "    execution:\n"
+        "      environment: {url: 'http://envs.example.org:5701'}\n"
+        "      model_server:\n"
+        "        base_url: 'http://127.0.0.1:30016/v1'\n"
+        "        request_timeout_s: 900\n"
+        + ("        launch: {startup_timeout_s: 1800}\n" if name == "local-sglang" else "")
         for name in ("local-sglang", "hosted-api")
     )
     (built / "config" / "moved.yaml").write_text(f"protocols:\n{protocols}")

@@ -69,7 +69,7 @@ def check_protocols(config: Mapping[str, Any], source: object) -> None:
                 f"lower concurrency to at most {env['slots']}",
             )
         if any(run["protocol"] == name for run in config["runs"].values()):
-            check_reachable_environment(config, source, name, env)
+            check_reachable_environment(config, source, name, protocol["execution"]["environment"])
         metrics = protocol["metrics"]
         if metrics["main"] not in ("reward", "r_strict"):
             raise ConfigError(
@@ -104,13 +104,13 @@ def check_reachable_environment(
     ):
         raise ConfigError(
             source,
-            f"protocols.{name}.environment.url",
+            f"protocols.{name}.execution.environment.url",
             env["url"],
             "a loopback address, but jobs run on cluster nodes (backends.jobs_run_on: "
             "cluster_nodes), where it is each node's own loopback",
             "give the environment server's routable address (http://<host>:<port>), or, "
             "when the run's launched server command also serves the environment on the "
-            "job's node, set environment.beside_run: true",
+            "job's node, set execution.environment.beside_run: true",
         )
 
 

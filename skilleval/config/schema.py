@@ -30,6 +30,17 @@ def _dotted(path: Any) -> str:
     return ".".join(str(part) for part in path) or "(top level)"
 
 
+# Protocol keys that moved into its execution section: (section, key) -> their place there.
+MOVED_TO_EXECUTION = {
+    ("environment", "url"): "environment.url",
+    ("environment", "beside_run"): "environment.beside_run",
+    **{
+        ("model_server", key): f"model_server.{key}"
+        for key in ("base_url", "api_key_env", "request_timeout_s", "launch")
+    },
+    ("runtime", "outage_budget_s"): "outage_budget_s",
+}
+
 # A file with many bad values names this many, then how many more there are.
 MOST_REPORTED = 10
 
@@ -55,6 +66,16 @@ def _config_error(error: Any, source: object) -> ConfigError:
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extra = [k for k in error.instance if k not in allowed]
+        path = list(error.absolute_path)
+        moved = MOVED_TO_EXECUTION.get((path[2], extra[0])) if len(path) == 3 else None
+        if path[:1] == ["protocols"] and moved:
+            return ConfigError(
+                source,
+                f"{key}.{extra[0]}",
+                error.instance[extra[0]],
+                "moved: a setting that cannot change a result is in the execution section",
+                f"write it as protocols.{path[1]}.execution.{moved}",
+            )
         return ConfigError(
             source,
             f"{key}.{extra[0]}" if key != "(top level)" else extra[0],

@@ -152,12 +152,12 @@ class OpenAIPolicy:
             raise ServerRefusal(
                 f"model server {self.calls.url} answered HTTP {response.status} to POST "
                 f"/chat/completions ({response.text[:200]!r}): it refuses every request alike. "
-                f"Check model_server.base_url ({self.calls.url}, which must end in the API "
-                "prefix such as /v1) and the key: "
+                f"Check execution.model_server.base_url ({self.calls.url}, which must end in "
+                "the API prefix such as /v1) and the key: "
                 + (
-                    f"${self.api_key_env} (model_server.api_key_env)"
+                    f"${self.api_key_env} (execution.model_server.api_key_env)"
                     if self.api_key_env
-                    else "none is sent (model_server.api_key_env: null)"
+                    else "none is sent (execution.model_server.api_key_env: null)"
                 )
             )
         try:
@@ -166,7 +166,7 @@ class OpenAIPolicy:
             raise ServerRefusal(
                 f"model server {self.calls.url} answered a chat completion that is not JSON "
                 f"(HTTP {response.status}): {response.text[:200]!r}; it is no "
-                "OpenAI-compatible endpoint: check model_server.base_url"
+                "OpenAI-compatible endpoint: check execution.model_server.base_url"
             ) from None
 
 

@@ -65,17 +65,17 @@ def make_policy(
             fault_rate=fault_rate,
         )
     if backend == "openai":
-        server = protocol["model_server"]
+        execution = protocol["execution"]
         assert service.base_url is not None and service.model is not None
         assert service.engine is not None, "the service is checked before the policy is made"
         return OpenAIPolicy(
             service.base_url,
             service.model,
             sampling,
-            server["api_key_env"],
-            server["request_timeout_s"],
+            execution["model_server"]["api_key_env"],
+            execution["model_server"]["request_timeout_s"],
             ledger,
-            protocol["runtime"]["outage_budget_s"],
+            execution["outage_budget_s"],
             connections=protocol["runtime"]["concurrency"],
             engine=service.engine,
             seed=seed,
@@ -114,15 +114,14 @@ def run_environment(
 ) -> Environment:
     """The run's environment, retrying through ``ledger`` for the protocol's outage
     budget (or ``outage_budget_s``)."""
-    budget_s = inputs.protocol["runtime"]["outage_budget_s"]
     return make_environment(
         inputs.backends["environment"],
         inputs.catalogue,
         inputs.split_file,
         inputs.split,
-        inputs.protocol["environment"],
+        inputs.environment(),
         ledger,
-        budget_s if outage_budget_s is None else outage_budget_s,
+        inputs.outage_budget_s if outage_budget_s is None else outage_budget_s,
         inputs.backends.get(IDENTITY_KEY),
     )
 

@@ -132,9 +132,9 @@ def _evaluate(
     retry: RetryPolicy | None,
     started: float,
 ) -> dict[str, Any]:
-    server = inputs.protocol["model_server"]
+    server = inputs.model_server()
     kind = inputs.backends.get("model_server", "none")
-    budget_s = inputs.protocol["runtime"]["outage_budget_s"]
+    budget_s = inputs.outage_budget_s
     ledger = RetryLedger()
     environment = checked_environment(inputs, resolved, journal, ledger)
     with served(kind, inputs.run, inputs.checkpoint_path, server) as running:

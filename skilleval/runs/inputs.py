@@ -23,43 +23,28 @@ FILE_FIELDS = {
     "skill_template": "skill_template_file",
 }
 
-# Protocol values that say where a run finds its servers, how long it waits for them and
-# how a launched server is started: they cannot change a result (what a server then
-# serves is checked by its identity), so they reach no params, identity or digest, and a
-# run stopped by an outage resumes after its budget is raised or its server has moved.
-EXECUTION_SETTINGS = {
-    "environment": ("url", "beside_run"),
-    "model_server": ("base_url", "request_timeout_s", "api_key_env", "launch"),
-    "runtime": ("outage_budget_s",),
-}
+# The protocol section that says where a run finds its servers, how long it waits for
+# them and how a launched server is started: none of it can change a result (what a
+# server serves is checked by its identity), so it reaches no params, identity or digest,
+# and a run stopped by an outage resumes after its budget is raised or its server moved.
+EXECUTION = "execution"
 
 
 def protocol_evidence(protocol: Mapping[str, Any]) -> dict[str, Any]:
     """The protocol's values that reach evidence: what the model and the environment are
     sent and what is computed from their replies, without its description, file paths
-    (compared by content elsewhere) and execution settings."""
+    (compared by content elsewhere) and execution section."""
     return {k: v for k, v in results_protocol(protocol).items() if k != "description"}
 
 
 def results_protocol(protocol: Mapping[str, Any]) -> dict[str, Any]:
     """The protocol's values that decide what a run computes. The paths of the split file
     and the prompt files are no such values (the run reads those files as inputs and
-    compares them by content), nor are its execution settings."""
-    values = {k: v for k, v in protocol.items() if k != "prompt"}
+    compares them by content), nor is its execution section."""
+    values = {k: v for k, v in protocol.items() if k not in ("prompt", EXECUTION)}
     if "tasks" in protocol:
         values["tasks"] = {k: v for k, v in protocol["tasks"].items() if k != "split_file"}
-    for section, keys in EXECUTION_SETTINGS.items():
-        if isinstance(values.get(section), Mapping):
-            values[section] = {k: v for k, v in values[section].items() if k not in keys}
     return values
-
-
-def execution_settings(protocol: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The protocol's execution settings, by section (EXECUTION_SETTINGS)."""
-    return {
-        section: {k: protocol[section][k] for k in keys if k in protocol.get(section, {})}
-        for section, keys in EXECUTION_SETTINGS.items()
-    }
 
 
 def protocol_digest(name: str, protocol: Mapping[str, Any]) -> str:
@@ -118,11 +103,22 @@ class RunInputs:
         return cls(**settings, **paths)
 
     def executed_with(self, config: Mapping[str, Any]) -> RunInputs:
-        """These inputs with the execution settings the config holds now (a job gets them
-        from the config, not from params, so that changing them re-runs nothing)."""
-        executed = execution_settings(config["protocols"][self.protocol_name])
-        protocol = {
-            **self.protocol,
-            **{s: {**self.protocol.get(s, {}), **values} for s, values in executed.items()},
-        }
-        return replace(self, protocol=protocol)
+        """These inputs with the execution section the config holds now (a job gets it
+        from the config, not from params, so that changing it re-runs nothing)."""
+        execution = config["protocols"][self.protocol_name][EXECUTION]
+        return replace(self, protocol={**self.protocol, EXECUTION: execution})
+
+    def model_server(self) -> dict[str, Any]:
+        """The run's model server: what it serves (the protocol's model_server) and where it
+        is, how it is asked and started (execution.model_server)."""
+        return {**self.protocol["model_server"], **self.protocol[EXECUTION]["model_server"]}
+
+    def environment(self) -> dict[str, Any]:
+        """The settings an environment adapter is made with: slots and options, with the
+        server's url and beside_run (execution.environment)."""
+        return {**self.protocol["environment"], **self.protocol[EXECUTION]["environment"]}
+
+    @property
+    def outage_budget_s(self) -> float:
+        budget: float = self.protocol[EXECUTION]["outage_budget_s"]
+        return budget

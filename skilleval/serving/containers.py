@@ -165,7 +165,7 @@ def ensure_image(client: Any, image: str, archive: str | None = None) -> None:
         raise ServiceError(
             f"model_server image {image} is not on this Docker engine and cannot be pulled "
             f"({error.explanation or error}); docker pull it (or docker load its archive) "
-            "on this host, or set model_server.launch.image to an image it has"
+            "on this host, or set execution.model_server.launch.image to an image it has"
         ) from error
     client.images.get(image)
     log.info("image %s pulled", image)

@@ -207,7 +207,7 @@ class ServerCalls:
         if waited_s >= self.budget_s:
             raise OutageError(
                 f"{self.name} server {self.url} {what} for {waited_s:.0f} s, past the outage "
-                f"budget of {self.budget_s:.0f} s (runtime.outage_budget_s); last error: "
+                f"budget of {self.budget_s:.0f} s (execution.outage_budget_s); last error: "
                 f"{failure.message}"
             )
         with self._lock:

@@ -92,8 +92,8 @@ def port_lease(base_port: int, lock_dir: Path) -> Iterator[int]:
     last = base_port + (PORT_SLOTS - 1) * PORT_STRIDE
     raise ServiceError(
         f"no free model-server port among {base_port}, {base_port + PORT_STRIDE}, ... {last} "
-        f"(locks in {directory}); stop servers left running, or set model_server.base_url "
-        "to another port range"
+        f"(locks in {directory}); stop servers left running, or set "
+        "execution.model_server.base_url to another port range"
     )
 
 

@@ -359,12 +359,13 @@ def key_fix(api_key_env: str | None) -> str:
     """How to mend a refused key, naming the protocol's key variable."""
     if api_key_env is None:
         return (
-            "the protocol sends no key (model_server.api_key_env: null); fix: set "
-            "model_server.api_key_env to the variable that holds the server's key, and export it"
+            "the protocol sends no key (execution.model_server.api_key_env: null); fix: set "
+            "execution.model_server.api_key_env to the variable that holds the server's key, "
+            "and export it"
         )
     return (
-        f"the key is read from ${api_key_env} (model_server.api_key_env); fix: export the "
-        "server's key in it"
+        f"the key is read from ${api_key_env} (execution.model_server.api_key_env); fix: "
+        "export the server's key in it"
     )
 
 

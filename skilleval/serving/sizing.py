@@ -66,8 +66,8 @@ def run_job_size(
     weight_files: Iterable[str | Path],
     summary: Path,
 ) -> JobSize:
-    """The request of a run's job under the ``model_server`` backend and its protocol's
-    ``model_server`` section."""
+    """The request of a run's job under the ``model_server`` backend and its model server
+    (RunInputs.model_server: what it serves and how it is launched)."""
     cards = cards_for(model_server, server)
     launches = cards > 0
     tp, dp = int(server.get("tp") or 1), int(server.get("dp_size") or 1)

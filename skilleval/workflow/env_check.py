@@ -80,7 +80,7 @@ def env_check(
     adapter = inputs.backends.get(IDENTITY_KEY, backend)  # a lab's: its planned identity
     task_ids = split_task_ids(inputs.split_file, inputs.split, max(n_tasks, 2))
     violations = contract_violations(run_environment(inputs, RetryLedger(), wait_s), task_ids)
-    url = None if backend == "shopsim" else inputs.protocol["environment"].get("url")
+    url = None if backend == "shopsim" else inputs.environment()["url"]
     return EnvCheck(adapter, url, task_ids, violations)
 
 

@@ -4,7 +4,7 @@ A protocol registered as frozen (config/frozen-protocols.yaml: name -> digest of
 that reach evidence) refuses, when the workflow is parsed, a config whose values give
 another digest: an overlay that changes its sampling, its runtime or its server's model is
 refused, naming each changed key. Addresses, timeouts and start-up limits are no such
-values (runs.inputs.EXECUTION_SETTINGS) and may differ from host to host.
+values (each protocol's execution section) and may differ from host to host.
 """
 
 from __future__ import annotations

@@ -59,10 +59,11 @@ class RunScheduling:
                 summary = paths.fill(paths.RUN_SUMMARY, run=run.name)
             # The weights count only when the job launches a server to load them.
             launches = self.run_gpus(wildcards) > 0
-            weights = shard_paths(self.plan.run_inputs(run).checkpoint_path) if launches else []
+            inputs = self.plan.run_inputs(run)
+            weights = shard_paths(inputs.checkpoint_path) if launches else []
             self._sizes[run.name] = run_job_size(
                 self.plan.config["backends"]["model_server"],
-                self.plan.config["protocols"][run.protocol]["model_server"],
+                inputs.model_server(),
                 weights,
                 Path(summary),
             )
