@@ -257,6 +257,12 @@ def small_paper(
     return copy
 
 
+@pytest.fixture(scope="module")
+def built(small_paper: Path) -> Path:
+    """The module's copy of the built small paper (small_paper), for tests that read it."""
+    return small_paper
+
+
 def small_paper_sources(workdir: Path) -> Path:
     """The small paper's sources, unbuilt, in ``workdir`` (see small_paper)."""
     workdir.mkdir(parents=True, exist_ok=True)

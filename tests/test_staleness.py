@@ -33,11 +33,6 @@ from tests.stale_oracle import (
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def built(small_paper: Path) -> Path:
-    return small_paper
-
-
 def test_a_built_graph_is_clean(built: Path) -> None:
     assert stale(built, "paper") == {}
     # A first build supersedes nothing: its gate history is bookkeeping, not an archive.

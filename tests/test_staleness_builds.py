@@ -27,11 +27,6 @@ from tests.stale_oracle import (
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def built(small_paper: Path) -> Path:
-    return small_paper
-
-
 def test_after_a_forced_run_both_name_its_dependents(built: Path) -> None:
     summary = built / "results/runs/final-ST/summary.json"
     before = summary.read_bytes()

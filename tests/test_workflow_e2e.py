@@ -20,11 +20,6 @@ RUNS = ("base-free", "base-S0", "final-free", "final-ST")
 CONTRASTS = ("s0-gain", "internalisation", "internalisation-gap", "upper-bound", "final-vs-initial")
 
 
-@pytest.fixture(scope="module")
-def built(small_paper: Path) -> Path:
-    return small_paper
-
-
 def small(workdir: Path, *targets: str, extra_config: str | None = None) -> dict[str, set[str]]:
     configs = ["config/small.yaml", *([extra_config] if extra_config else [])]
     return dry_run_outputs(workdir, *targets, "--configfile", *configs)
