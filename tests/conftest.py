@@ -7,7 +7,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ from filelock import FileLock
 from skilleval.runs.inputs import RunInputs
 from skilleval.skills.bank import Prompt
 from skilleval.workflow.plan import WorkflowPlan
-from skilleval.workflow.planned import PlannedJob, plan_options, read_plan_file
+from skilleval.workflow.planned import PlannedJob, planned_jobs
 from skilleval.world.design import world_design
 from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
 from skilleval.world.server import start_servers
@@ -297,10 +296,7 @@ def skilleval_cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]
 def planned(workdir: Path, *args: str) -> list[PlannedJob]:
     """The jobs of ``snakemake -n ARGS`` in ``workdir``, read as ``skilleval stale`` reads
     them: from the plan file of the logger plugin (skilleval.workflow.planned)."""
-    with tempfile.TemporaryDirectory(prefix="plan-") as scratch:
-        plan_file = Path(scratch) / "plan.jsonl"
-        snakemake(workdir, "-n", *plan_options(plan_file), *args)
-        return read_plan_file(plan_file)
+    return planned_jobs(workdir, [], [], options=args)
 
 
 def dry_run_outputs(workdir: Path, *args: str) -> dict[str, set[str]]:

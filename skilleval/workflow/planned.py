@@ -66,9 +66,10 @@ def planned_jobs(
     targets: Sequence[str],
     profile: str | None = None,
     keep_plan: Path | None = None,
+    options: Sequence[str] = (),
 ) -> list[PlannedJob]:
-    """The jobs ``snakemake -n`` plans in ``root``, as a user would run it; its plan file
-    is kept at ``keep_plan`` when given."""
+    """The jobs ``snakemake -n`` plans in ``root``, as a user would run it, given any other
+    ``options`` last; its plan file is kept at ``keep_plan`` when given."""
     with tempfile.TemporaryDirectory(prefix="skilleval-plan-") as scratch:
         plan_file = keep_plan.resolve() if keep_plan else Path(scratch) / "plan.jsonl"
         plan_file.unlink(missing_ok=True)
@@ -79,6 +80,7 @@ def planned_jobs(
         command += plan_options(plan_file)
         if configfiles:
             command += ["--configfile", *configfiles]
+        command += options
         done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             raise SkillevalError(
