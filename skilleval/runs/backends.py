@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from skilleval.checkpoints.tensors import load_policy_tensors
+from skilleval.config.execution import Execution
 from skilleval.env.adapters import IDENTITY_KEY, make_adapter
 from skilleval.env.contract import start_violations
 from skilleval.env.wire import HttpEnvironment
@@ -65,17 +66,17 @@ def make_policy(
             fault_rate=fault_rate,
         )
     if backend == "openai":
-        execution = protocol["execution"]
+        execution = Execution.model_validate(protocol["execution"])
         assert service.base_url is not None and service.model is not None
         assert service.engine is not None, "the service is checked before the policy is made"
         return OpenAIPolicy(
             service.base_url,
             service.model,
             sampling,
-            execution["model_server"]["api_key_env"],
-            execution["model_server"]["request_timeout_s"],
+            execution.model_server.api_key_env,
+            execution.model_server.request_timeout_s,
             ledger,
-            execution["outage_budget_s"],
+            execution.outage_budget_s,
             connections=protocol["runtime"]["concurrency"],
             engine=service.engine,
             seed=seed,
@@ -121,7 +122,7 @@ def run_environment(
         inputs.split,
         inputs.environment(),
         ledger,
-        inputs.outage_budget_s if outage_budget_s is None else outage_budget_s,
+        inputs.execution().outage_budget_s if outage_budget_s is None else outage_budget_s,
         inputs.backends.get(IDENTITY_KEY),
     )
 

@@ -134,7 +134,7 @@ def _evaluate(
 ) -> dict[str, Any]:
     server = inputs.model_server()
     kind = inputs.backends.get("model_server", "none")
-    budget_s = inputs.outage_budget_s
+    budget_s = inputs.execution().outage_budget_s
     ledger = RetryLedger()
     environment = checked_environment(inputs, resolved, journal, ledger)
     with served(kind, inputs.run, inputs.checkpoint_path, server) as running:

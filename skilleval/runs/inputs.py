@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from skilleval.config.execution import Execution
 from skilleval.storage.hashing import canonical_hash
 
 # The files a run reads: role (as the rules name its inputs) -> RunInputs field. Their
@@ -105,20 +106,19 @@ class RunInputs:
     def executed_with(self, config: Mapping[str, Any]) -> RunInputs:
         """These inputs with the execution section the config holds now (a job gets it
         from the config, not from params, so that changing it re-runs nothing)."""
-        execution = config["protocols"][self.protocol_name][EXECUTION]
-        return replace(self, protocol={**self.protocol, EXECUTION: execution})
+        execution = Execution.model_validate(config["protocols"][self.protocol_name][EXECUTION])
+        return replace(self, protocol={**self.protocol, EXECUTION: execution.settings()})
+
+    def execution(self) -> Execution:
+        """The protocol's execution section, typed."""
+        return Execution.model_validate(self.protocol[EXECUTION])
 
     def model_server(self) -> dict[str, Any]:
         """The run's model server: what it serves (the protocol's model_server) and where it
         is, how it is asked and started (execution.model_server)."""
-        return {**self.protocol["model_server"], **self.protocol[EXECUTION]["model_server"]}
+        return {**self.protocol["model_server"], **self.execution().model_server.settings()}
 
     def environment(self) -> dict[str, Any]:
         """The settings an environment adapter is made with: slots and options, with the
         server's url and beside_run (execution.environment)."""
-        return {**self.protocol["environment"], **self.protocol[EXECUTION]["environment"]}
-
-    @property
-    def outage_budget_s(self) -> float:
-        budget: float = self.protocol[EXECUTION]["outage_budget_s"]
-        return budget
+        return {**self.protocol["environment"], **self.execution().environment.settings()}
