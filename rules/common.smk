@@ -12,7 +12,7 @@ from skilleval.workflow.plan import (
     front_rows,
     weight_change_pair,
 )
-from skilleval.workflow.parse_checks import CACHE_DIR, check_inputs
+from skilleval.workflow.parse_checks import check_inputs
 from skilleval.workflow.rule_inputs import SIM_TRAINER_JOB, RuleInputs
 from skilleval.errors import ConfigError, GpuLeaseError
 from skilleval.report.where import where_results
@@ -40,7 +40,9 @@ CODE_CACHE = CHECKED.code_cache
 ABLATION_INPUTS = CHECKED.ablation_inputs
 
 IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
-WORLD_DIGESTS = world_digests(config["world"], WORLD_DESIGN, CACHE_DIR, CODE_CACHE)
+WORLD_DIGESTS = world_digests(
+    config["world"], WORLD_DESIGN, Path(paths.CACHE_DIR), CODE_CACHE
+)
 PLAN = WorkflowPlan(config)
 INPUTS = RuleInputs(PLAN, WORLD_DIGESTS, SOURCES)
 RUN_SCHEDULING = RunScheduling(PLAN)

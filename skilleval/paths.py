@@ -13,6 +13,10 @@ JOURNAL_ROOT = f"{RESULTS}/journal"
 ARCHIVE_ROOT = f"{RESULTS}/archive"
 LOGS = f"{RESULTS}/logs"
 DEFAULT_WORLD_DIR = f"{RESULTS}/world"
+# What the workflow caches between parses, under its root: file and code digests.
+CACHE_DIR = ".snakemake/skilleval"
+FILE_DIGESTS = f"{CACHE_DIR}/file-digests.json"
+CODE_CACHE = f"{CACHE_DIR}/code-cache.json"
 
 # The embedded default world, under config's world.dir.
 WORLD_CATALOGUE = "{world_dir}/catalogue.json"

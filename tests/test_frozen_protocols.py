@@ -51,16 +51,18 @@ def test_an_overlay_of_a_value_reaching_evidence_is_refused_naming_the_key(tmp_p
     assert "protocol local-sglang is frozen" in message and "new protocol name" in message
 
 
-EXECUTION = "protocols:\n  local-sglang:\n    execution:\n  "
+def in_execution(line: str) -> str:
+    """An overlay setting ``line`` in local-sglang's execution section."""
+    return f"protocols:\n  local-sglang:\n    execution:\n      {line}\n"
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        f"{EXECUTION}    model_server: {{base_url: 'http://127.0.0.1:30016/v1'}}\n",
-        f"{EXECUTION}    model_server: {{request_timeout_s: 900}}\n",
-        f"{EXECUTION}    environment: {{url: 'http://env-host:5700'}}\n",
-        f"{EXECUTION}    outage_budget_s: 3600\n",
+        in_execution("model_server: {base_url: 'http://127.0.0.1:30016/v1'}"),
+        in_execution("model_server: {request_timeout_s: 900}"),
+        in_execution("environment: {url: 'http://env-host:5700'}"),
+        in_execution("outage_budget_s: 3600"),
     ],
 )
 def test_execution_settings_may_change(tmp_path: Path, text: str) -> None:

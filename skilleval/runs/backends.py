@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from skilleval.checkpoints.tensors import load_policy_tensors
-from skilleval.config.execution import Execution
 from skilleval.env.adapters import IDENTITY_KEY, make_adapter
 from skilleval.env.contract import start_violations
 from skilleval.env.wire import HttpEnvironment
@@ -46,12 +45,10 @@ def make_service(
 
 
 def make_policy(
-    backend: str,
-    protocol: Mapping[str, Any],
-    service: Service,
-    ledger: RetryLedger,
-    fault_rate: float = 0.0,
+    inputs: RunInputs, service: Service, ledger: RetryLedger, fault_rate: float = 0.0
 ) -> Policy:
+    """The run's policy (backends.policy), sending the protocol's sampling."""
+    backend, protocol = inputs.backends["policy"], inputs.protocol
     sampling = protocol["sampling"]
     seed = protocol["runtime"]["seed"]
     if backend == "sim":
@@ -66,7 +63,7 @@ def make_policy(
             fault_rate=fault_rate,
         )
     if backend == "openai":
-        execution = Execution.model_validate(protocol["execution"])
+        execution = inputs.execution()
         assert service.base_url is not None and service.model is not None
         assert service.engine is not None, "the service is checked before the policy is made"
         return OpenAIPolicy(

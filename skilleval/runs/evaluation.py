@@ -149,9 +149,7 @@ def _evaluate(
         )
         with resume_hint(inputs.run, outputs["summary.json"]):
             service_start = service.check()
-        policy = make_policy(
-            inputs.backends["policy"], inputs.protocol, service, ledger, fault_rate
-        )
+        policy = make_policy(inputs, service, ledger, fault_rate)
         max_steps = inputs.protocol["runtime"]["max_steps"]
         deadline_s = inputs.protocol["runtime"]["episode_timeout_s"]
 

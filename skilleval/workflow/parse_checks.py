@@ -24,9 +24,6 @@ from skilleval.workflow.frozen import check_frozen, load_registry
 from skilleval.workflow.rule_inputs import AblationInputs, SourceFiles
 from skilleval.world.design import WorldDesign, world_design
 
-# Where the workflow keeps what it caches between parses (digests, code), under its root.
-CACHE_DIR = Path(".snakemake/skilleval")
-
 
 @dataclass(frozen=True)
 class CheckedInputs:
@@ -50,7 +47,7 @@ def check_inputs(
     the working directory, the workflow's root."""
     validate_config(config, source)
     sources = SourceFiles(
-        [paths.RESULTS, config["world"]["dir"]], FileDigests(CACHE_DIR / "file-digests.json")
+        [paths.RESULTS, config["world"]["dir"]], FileDigests(Path(paths.FILE_DIGESTS))
     )
     design = world_design(config)
     check_input_files(config, source, sources.is_built, design.generated_files())
@@ -63,7 +60,7 @@ def check_inputs(
         source,
         paths.FROZEN_PROTOCOLS,
     )
-    code_cache = SourceCache(CACHE_DIR / "code-cache.json")
+    code_cache = SourceCache(Path(paths.CODE_CACHE))
     ablation = AblationInputs(
         matrix, config["ablation"]["matrix"], trainer_run_code(code_cache), sources.file_digests
     )

@@ -68,19 +68,19 @@ def planned_jobs(
     keep_plan: Path | None = None,
     options: Sequence[str] = (),
 ) -> list[PlannedJob]:
-    """The jobs ``snakemake -n`` plans in ``root``, as a user would run it, given any other
-    ``options`` last; its plan file is kept at ``keep_plan`` when given."""
+    """The jobs ``snakemake -n`` plans in ``root``, as a user would run it with ``options``
+    besides; its plan file is kept at ``keep_plan`` when given."""
     with tempfile.TemporaryDirectory(prefix="skilleval-plan-") as scratch:
         plan_file = keep_plan.resolve() if keep_plan else Path(scratch) / "plan.jsonl"
         plan_file.unlink(missing_ok=True)
-        # Targets first: --configfile takes every word after it.
-        command = [sys.executable, "-m", "snakemake", *targets, "-n", "--directory", str(root)]
+        # Targets and options first: --configfile takes every word after it up to a flag.
+        command = [sys.executable, "-m", "snakemake", *targets, *options, "-n"]
+        command += ["--directory", str(root)]
         if profile:
             command += ["--profile", profile]
         command += plan_options(plan_file)
         if configfiles:
             command += ["--configfile", *configfiles]
-        command += options
         done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             raise SkillevalError(
@@ -176,7 +176,7 @@ class KeptResults:
                 load_matrix(matrix_file),
                 matrix_file,
                 trainer_run_code(),
-                FileDigests(Path(".snakemake/skilleval/file-digests.json")),
+                FileDigests(Path(paths.FILE_DIGESTS)),
             )
         identity = self._ablation.ablation_identity(SimpleNamespace(run_id=run_id))
         return (Path(paths.ABLATION_KEPT) / run_id / f"{identity}.complete").is_dir()
