@@ -4,6 +4,7 @@ import sys
 
 from snakemake.utils import min_version
 
+from skilleval import paths
 from skilleval.config.loading import config_sources
 from skilleval.errors import ConfigError
 from skilleval.logs import (
@@ -46,7 +47,7 @@ except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
 
 
-configfile: "config/config.yaml"
+configfile: paths.CONFIG_FILE
 
 
 report: "report/workflow.rst"

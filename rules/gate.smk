@@ -34,7 +34,7 @@ use rule eval_run as gate_masked_run with:
 rule gate_beta:
     input:
         bare=BARE_VAL_RUN,
-        masked=INPUTS.gate_summaries,
+        masked=INPUTS.gate_runs,
         design=paths.fill(paths.GATE_DESIGN, gate=GATE, design="design"),
         bank=RANKING_BANK,
     output:
@@ -78,7 +78,7 @@ rule gate_experiment_b:
         beta=paths.GATE_BETA,
         design=paths.fill(paths.GATE_DESIGN, gate=GATE, design="design-b"),
         bare=BARE_VAL_RUN,
-        fresh=INPUTS.experiment_b_summaries,
+        fresh=INPUTS.experiment_b_runs,
     output:
         result=paths.GATE_EXPERIMENT_B,
     log:

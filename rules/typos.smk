@@ -5,37 +5,44 @@
 
 rule unknown_run:
     input:
-        refuse("run", PLAN.runs),
+        refuse("run", PLAN.runs, wildcard="run"),
     output:
-        "results/runs/{name}/summary.json",
-        "results/runs/{name}/results.jsonl",
+        paths.RUN_SUMMARY,
+        paths.RUN_RESULTS,
     wildcard_constraints:
-        name=not_one_of(PLAN.runs, "/"),
+        run=not_one_of(PLAN.runs, "/"),
 
 
 rule unknown_contrast:
     input:
-        refuse("contrast", PLAN.contrasts),
+        refuse("contrast", PLAN.contrasts, wildcard="contrast"),
     output:
-        "results/contrasts/{name}.json",
-        "results/verdicts/{name}.json",
+        paths.CONTRAST,
+        paths.VERDICT,
     wildcard_constraints:
-        name=not_one_of(PLAN.contrasts, ".json"),
+        contrast=not_one_of(PLAN.contrasts, ".json"),
 
 
 rule unknown_benchmark:
     input:
-        refuse("benchmark", MATRIX["benchmarks"], "the ablation matrix"),
+        refuse(
+            "benchmark", MATRIX["benchmarks"], "the ablation matrix", wildcard="bench"
+        ),
     output:
-        "results/ablation/{name}/{run_id}/summary.json",
+        paths.ABLATION_SUMMARY,
     wildcard_constraints:
-        name=not_one_of(MATRIX["benchmarks"], "/"),
+        bench=not_one_of(MATRIX["benchmarks"], "/"),
 
 
 rule unknown_ablation_run:
     input:
-        refuse("ablation run", ABLATION_INPUTS.ablation_runs, "the ablation matrix"),
+        refuse(
+            "ablation run",
+            ABLATION_INPUTS.ablation_runs,
+            "the ablation matrix",
+            wildcard="run_id",
+        ),
     output:
-        "results/ablation/{bench}/{name}/summary.json",
+        paths.ABLATION_SUMMARY,
     wildcard_constraints:
-        name=not_one_of(ABLATION_INPUTS.ablation_runs, "/"),
+        run_id=not_one_of(ABLATION_INPUTS.ablation_runs, "/"),

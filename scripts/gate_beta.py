@@ -1,12 +1,11 @@
-from pathlib import Path
-
-from skilleval.analysis.gate import build_beta, run_dirs
+from skilleval.analysis.gate import build_beta
 from skilleval.logs import logged
+from skilleval.paths import RunFiles
 
 with logged(snakemake.log[0], snakemake):
     build_beta(
-        str(Path(snakemake.input.bare[0]).parent),
-        run_dirs(snakemake.params.masked, snakemake.input.masked),
+        RunFiles(*snakemake.input.bare),
+        RunFiles.by_run(snakemake.params.masked, snakemake.input.masked),
         snakemake.input.design,
         snakemake.input.bank,
         snakemake.params.k,

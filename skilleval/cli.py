@@ -28,7 +28,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     for directory in (args.run_a, args.run_b):
         check_declared_run(Path(directory), Path(args.root))
-    control, treatment = RunRecords.load(args.run_a), RunRecords.load(args.run_b)
+    control, treatment = (RunRecords.in_directory(d) for d in (args.run_a, args.run_b))
     result = compare(
         control,
         treatment,

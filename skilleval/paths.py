@@ -7,7 +7,12 @@ the graph and the code that reads its outputs cannot drift apart.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import NamedTuple
+
 RESULTS = "results"
+# The workflow's own config file, which every build reads first (Snakefile: configfile).
+CONFIG_FILE = "config/config.yaml"
 FROZEN_PROTOCOLS = "config/frozen-protocols.yaml"
 JOURNAL_ROOT = f"{RESULTS}/journal"
 ARCHIVE_ROOT = f"{RESULTS}/archive"
@@ -25,17 +30,22 @@ WORLD_CHECKPOINT = "{world_dir}/checkpoints/{checkpoint}/model.safetensors"
 WORLD_BANK = "{world_dir}/banks/{bank}.md"
 WORLD_GROUND_TRUTH = "{world_dir}/ground_truth.json"
 
+# The two files of a finished evaluation or masked run, in its directory (a trainer run's
+# directory has the summary too).
+SUMMARY_FILE = "summary.json"
+RESULTS_FILE = "results.jsonl"
+
 RUN_DIR = f"{RESULTS}/runs/{{run}}"
-RUN_RESULTS = f"{RUN_DIR}/results.jsonl"
-RUN_SUMMARY = f"{RUN_DIR}/summary.json"
+RUN_RESULTS = f"{RUN_DIR}/{RESULTS_FILE}"
+RUN_SUMMARY = f"{RUN_DIR}/{SUMMARY_FILE}"
 RUN_TRANSCRIPTS = f"{RUN_DIR}/transcripts.jsonl.gz"
 RUN_LOG = f"{LOGS}/runs/{{run}}.log"
 
 GATE_DIR = f"{RESULTS}/gate/{{gate}}"
 GATE_DESIGN = f"{GATE_DIR}/{{design}}.json"
 GATE_RUN_DIR = f"{GATE_DIR}/runs/{{masked}}"
-GATE_RUN_RESULTS = f"{GATE_RUN_DIR}/results.jsonl"
-GATE_RUN_SUMMARY = f"{GATE_RUN_DIR}/summary.json"
+GATE_RUN_RESULTS = f"{GATE_RUN_DIR}/{RESULTS_FILE}"
+GATE_RUN_SUMMARY = f"{GATE_RUN_DIR}/{SUMMARY_FILE}"
 GATE_RUN_TRANSCRIPTS = f"{GATE_RUN_DIR}/transcripts.jsonl.gz"
 GATE_BETA = f"{GATE_DIR}/beta.json"
 GATE_TRUTH_CHECK = f"{GATE_DIR}/truth_check.json"
@@ -59,7 +69,7 @@ ABLATION_SPLIT = f"{RESULTS}/ablation/splits/{{bench}}/{{ratio}}_seed42.json"
 ABLATION_RUN_DIR = f"{RESULTS}/ablation/{{bench}}/{{run_id}}"
 # Kept copies of complete ablation runs, by evidence identity (storage.kept).
 ABLATION_KEPT = f"{JOURNAL_ROOT}/ablation"
-ABLATION_SUMMARY = f"{ABLATION_RUN_DIR}/summary.json"
+ABLATION_SUMMARY = f"{ABLATION_RUN_DIR}/{SUMMARY_FILE}"
 ABLATION_LOCK = f"{RESULTS}/ablation/{{bench}}/.{{run_id}}.writer.lock"
 ABLATION_AUDIT = f"{RESULTS}/audit/ablation/{{bench}}/{{run_id}}.json"
 
@@ -93,3 +103,25 @@ def figure(name: str, ext: str) -> str:
 def in_world(template: str, world_dir: str) -> str:
     """A world template with its folder filled and its other wildcards kept for Snakemake."""
     return template.replace("{world_dir}", world_dir)
+
+
+class RunFiles(NamedTuple):
+    """The files of one finished run that an analysis reads. A rule's input lists them in
+    this order (list(files)), so a script rebuilds them with RunFiles(*input)."""
+
+    summary: str
+    results: str
+
+    @classmethod
+    def in_directory(cls, directory: str) -> RunFiles:
+        """A run's files in its directory (a path the user names, as skilleval compare)."""
+        return cls(f"{directory}/{SUMMARY_FILE}", f"{directory}/{RESULTS_FILE}")
+
+    @classmethod
+    def by_run(cls, names: Sequence[str], files: Sequence[str]) -> dict[str, RunFiles]:
+        """Run name -> its files, from the flat list of several runs' files that a rule
+        received (each run's in RunFiles order, the runs in the order of ``names``)."""
+        width = len(cls._fields)
+        if len(files) != width * len(names):
+            raise ValueError(f"{len(files)} files for {len(names)} runs of {width} files each")
+        return {name: cls(*files[i * width : (i + 1) * width]) for i, name in enumerate(names)}

@@ -59,8 +59,8 @@ def test_runs_on_a_checkpoint_that_lost_a_shard_are_invalid(
         )
     write_audit("ck", str(index), str(tmp_path / "audit-ok.json"))
     control, treatment = (
-        RunRecords.load(tmp_path / "base-free"),
-        RunRecords.load(tmp_path / "base-S0"),
+        RunRecords.in_directory(str(tmp_path / "base-free")),
+        RunRecords.in_directory(str(tmp_path / "base-S0")),
     )
     good = validity_checks(control, treatment, [str(tmp_path / "audit-ok.json")] * 2)
     assert all(c.passed for c in good)

@@ -15,6 +15,7 @@ import numpy as np
 
 from skilleval.analysis.bootstrap import Method, align, paired_bootstrap, per_task_means
 from skilleval.errors import ComparisonError
+from skilleval.paths import RunFiles
 from skilleval.records.analysis import Contrast
 from skilleval.records.checkpoints import CheckpointAudit
 from skilleval.records.provenance import provenance
@@ -30,9 +31,8 @@ class RunRecords:
     records: list[dict[str, Any]]
 
     @classmethod
-    def load(cls, directory: str | Path) -> RunRecords:
-        directory = Path(directory)
-        summary_path, results_path = directory / "summary.json", directory / "results.jsonl"
+    def load(cls, files: RunFiles) -> RunRecords:
+        summary_path, results_path = Path(files.summary), Path(files.results)
         for path in (summary_path, results_path):
             if not path.exists():
                 raise ComparisonError(
@@ -44,7 +44,12 @@ class RunRecords:
             TaskRecord.from_json(record, f"{results_path} line {number}").as_json()
             for number, record in enumerate(read_records(results_path, "task_record"), start=1)
         ]
-        return cls(summary.run, directory, summary, records)
+        return cls(summary.run, summary_path.parent, summary, records)
+
+    @classmethod
+    def in_directory(cls, directory: str) -> RunRecords:
+        """The run whose files are in ``directory`` (a folder the user names)."""
+        return cls.load(RunFiles.in_directory(directory))
 
 
 def run_checks(role: str, run: RunRecords) -> list[Check]:
@@ -180,13 +185,13 @@ def build_contrast(
     name: str,
     spec: dict[str, Any],
     statistics: dict[str, Any],
-    control_dir: str,
-    treatment_dir: str,
+    control_files: RunFiles,
+    treatment_files: RunFiles,
     output: str,
     audits: list[str] | None = None,
 ) -> dict[str, Any]:
     """Graph entry point: always writes the contrast, with its checks, even when invalid."""
-    control, treatment = RunRecords.load(control_dir), RunRecords.load(treatment_dir)
+    control, treatment = RunRecords.load(control_files), RunRecords.load(treatment_files)
     checks = validity_checks(control, treatment, audits)
     contrast: dict[str, Any] = {
         "name": name,

@@ -40,6 +40,7 @@ import scipy.special
 from skilleval.analysis.bootstrap import align, per_task_means
 from skilleval.analysis.contrast import RunRecords
 from skilleval.errors import ComparisonError
+from skilleval.paths import RunFiles
 from skilleval.records.analysis import GateBeta, GateDesign
 from skilleval.records.provenance import provenance
 from skilleval.skills.bank import bank_hash, load_bank
@@ -303,11 +304,6 @@ def power_note(
     }
 
 
-def run_dirs(names: Sequence[str], summaries: Sequence[str]) -> dict[str, str]:
-    """Run name -> its directory, from the summary files a rule received as input."""
-    return {n: str(Path(p).parent) for n, p in zip(names, summaries, strict=True)}
-
-
 def gate_fits(
     masks: np.ndarray,
     deltas: np.ndarray,
@@ -331,8 +327,8 @@ def gate_fits(
 
 
 def build_beta(
-    bare_dir: str,
-    masked_dirs: Mapping[str, str],
+    bare_files: RunFiles,
+    masked_files: Mapping[str, RunFiles],
     design_path: str,
     bank_path: str,
     k: int,
@@ -340,8 +336,8 @@ def build_beta(
     history_dir: str,
 ) -> dict[str, Any]:
     design = GateDesign.read(design_path)
-    bare = RunRecords.load(bare_dir)
-    masked = {name: RunRecords.load(d) for name, d in masked_dirs.items()}
+    bare = RunRecords.load(bare_files)
+    masked = {name: RunRecords.load(files) for name, files in masked_files.items()}
     masks, deltas, tasks = gate_observations(bare, masked, design)
     result = gate_fits(masks, deltas, tuple(design.chunk_ids), tasks, k, len(masked))
     result["inputs"] = {

@@ -16,6 +16,7 @@ from skilleval.analysis.contrast import RunRecords
 from skilleval.analysis.gate import gate_observations
 from skilleval.analysis.rng import rng_record, seeded
 from skilleval.errors import SkillevalError
+from skilleval.paths import RunFiles
 from skilleval.records.analysis import (
     ExperimentB,
     FrozenBank,
@@ -245,8 +246,8 @@ def percentile_interval(distribution: np.ndarray, confidence: float) -> dict[str
 def experiment_b(
     beta_path: str,
     design_path: str,
-    bare_dir: str,
-    masked_dirs: Mapping[str, str],
+    bare_files: RunFiles,
+    masked_files: Mapping[str, RunFiles],
     n_resamples: int,
     seed: int,
     output: str,
@@ -256,8 +257,8 @@ def experiment_b(
     design = GateDesign.read(design_path)
     coefficients = {c["chunk_id"]: c["beta"] for c in beta.chunks}
     vector = np.array([coefficients[c] for c in design.chunk_ids])
-    masked = {n: RunRecords.load(d) for n, d in masked_dirs.items()}
-    masks, measured, tasks = gate_observations(RunRecords.load(bare_dir), masked, design)
+    masked = {n: RunRecords.load(files) for n, files in masked_files.items()}
+    masks, measured, tasks = gate_observations(RunRecords.load(bare_files), masked, design)
     predicted = masks @ vector
     import scipy.stats  # lazy: only the truth check and experiment B rank
 

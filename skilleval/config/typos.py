@@ -32,13 +32,14 @@ def not_one_of(names: Iterable[str], followed_by: str) -> str:
 
 
 def refuse(
-    kind: str, choices: Iterable[str], where: str = "the config"
+    kind: str, choices: Iterable[str], where: str = "the config", *, wildcard: str
 ) -> Callable[[Any], list[str]]:
-    """An input function for a rule that matches only undeclared names: it raises, naming
-    the declared ones (Snakemake reports an input function's error with the target)."""
+    """An input function for a rule that matches only undeclared names in its ``wildcard``:
+    it raises, naming the declared ones (Snakemake reports an input function's error with
+    the target)."""
     names = list(choices)
 
     def explain(wildcards: Any) -> list[str]:
-        raise SkillevalError(unknown_name(kind, wildcards.name, names, where))
+        raise SkillevalError(unknown_name(kind, getattr(wildcards, wildcard), names, where))
 
     return explain

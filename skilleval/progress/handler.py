@@ -42,7 +42,7 @@ from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
 SELECTING = "Select jobs to execute..."
 # Where model runs record their wall time: each run's summary, and the kept copy of every
 # complete run beside its journal (which a rebuild's deleted outputs leave in place).
-RECORDED_RUN = f"{paths.JOURNAL_ROOT}/*/*.complete/summary.json"
+RECORDED_RUN = f"{paths.JOURNAL_ROOT}/*/*.complete/{paths.SUMMARY_FILE}"
 RECORDED_RUNS = {"eval_run": RECORDED_RUN, "gate_masked_run": RECORDED_RUN}
 # How Snakemake reports a target no rule makes (snakemake/exceptions.py MissingRuleException)
 # and an input function's refusal of a target (InputFunctionException): the project's own

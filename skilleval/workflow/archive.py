@@ -166,21 +166,21 @@ def dependents_of(root: Path, files: Sequence[str], configfiles: Sequence[str] =
 
 def clean_run(run: str, config: dict[str, Any], root: Path, mode: str) -> list[Path]:
     """mode: 'list' (default, touches nothing), 'archive' or 'delete'."""
-    paths = run_paths(run, root, config)
-    if any((p / "summary.json").exists() for p in paths if p.is_dir()):
+    found = run_paths(run, root, config)
+    if any((p / paths.SUMMARY_FILE).exists() for p in found if p.is_dir()):
         raise SkillevalError(
             f"run {run!r} is finished (summary.json exists); use 'skilleval archive' to "
             "supersede a finished run, clean is for unfinished ones"
         )
-    if not paths:
+    if not found:
         raise SkillevalError(
             f"no unfinished run {run!r}: nothing of it under {root / 'results'} (a run's "
             "name as in config runs, e.g. base-S0)"
         )
-    _refuse_protected(paths, protected_paths(config, root))
+    _refuse_protected(found, protected_paths(config, root))
     if mode == "archive":
         archive_run(run, "unfinished run cleaned", config, root)
     elif mode == "delete":
-        for path in paths:
+        for path in found:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    return paths
+    return found

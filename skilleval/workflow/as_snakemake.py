@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from skilleval import paths
 from skilleval.config.checks import validate_config
 from skilleval.config.loading import config_sources, merged_config
 from skilleval.config.typos import unknown_name
@@ -20,7 +21,7 @@ def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None
     ``config:``, which Snakemake applies as --config: it overrides every config file."""
     from snakemake.utils import update_config
 
-    files = [root / f for f in ["config/config.yaml", *configfiles]]
+    files = [root / f for f in [paths.CONFIG_FILE, *configfiles]]
     config = merged_config(files)
     if profile:
         profile_file = next(
@@ -41,7 +42,7 @@ def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None
 def check_declared_run(directory: Path, root: Path) -> None:
     """A run directory that is not there and whose name the config does not declare: name
     the declared runs (a typo), rather than a build command that cannot work."""
-    if (directory / "summary.json").exists() or not (root / "config/config.yaml").exists():
+    if (directory / paths.SUMMARY_FILE).exists() or not (root / paths.CONFIG_FILE).exists():
         return
     plan = WorkflowPlan(snakemake_config(root, [], None))
     declared = [*plan.runs, *plan.masked]

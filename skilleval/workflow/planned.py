@@ -151,7 +151,7 @@ class KeptResults:
     def exists(self, job: PlannedJob) -> bool:
         """False when nothing is kept, or when the identity cannot be computed here (an
         input missing on this machine): the run is then counted as certain."""
-        parts = Path(next((o for o in job.outputs if o.endswith("summary.json")), "")).parts
+        parts = Path(next((o for o in job.outputs if o.endswith(paths.SUMMARY_FILE)), "")).parts
         try:
             with contextlib.chdir(self.root):
                 if job.rule == "ablation_run" and len(parts) > 3:
@@ -193,7 +193,7 @@ def _kept(journal_root: Path, run: str, fingerprint: str) -> bool:
 def run_cost(job: PlannedJob, root: Path, kept: KeptResults) -> RunCost | None:
     if job.rule not in PRICED_RULES:
         return None
-    summary = next((root / o for o in job.outputs if o.endswith("summary.json")), None)
+    summary = next((root / o for o in job.outputs if o.endswith(paths.SUMMARY_FILE)), None)
     return RunCost(
         certain=not kept.exists(job),
         cards=int(job.resources.get("gpu", "0") or 0),

@@ -108,17 +108,22 @@ class RuleInputs:
             "split": bare.split,
         }
 
-    def _masked_summaries(self, design: str) -> list[str]:
+    def _masked_runs(self, design: str) -> list[str]:
+        """The files of a design's masked runs, in paths.RunFiles.by_run's order."""
         return [
-            paths.fill(paths.GATE_RUN_SUMMARY, gate=self.plan.gate, masked=masked)
+            path
             for masked in self.plan.designs[design].runs
+            for path in paths.RunFiles(
+                paths.fill(paths.GATE_RUN_SUMMARY, gate=self.plan.gate, masked=masked),
+                paths.fill(paths.GATE_RUN_RESULTS, gate=self.plan.gate, masked=masked),
+            )
         ]
 
-    def gate_summaries(self, wildcards: Wildcards) -> list[str]:
-        return self._masked_summaries("design")
+    def gate_runs(self, wildcards: Wildcards) -> list[str]:
+        return self._masked_runs("design")
 
-    def experiment_b_summaries(self, wildcards: Wildcards) -> list[str]:
-        return self._masked_summaries("design-b")
+    def experiment_b_runs(self, wildcards: Wildcards) -> list[str]:
+        return self._masked_runs("design-b")
 
     def frozen_arm(self, wildcards: Wildcards) -> dict[str, Any]:
         return self.plan.arms[wildcards.arm].as_json()
@@ -127,7 +132,12 @@ class RuleInputs:
 
     @staticmethod
     def run_outputs(run: str) -> list[str]:
-        return [paths.fill(paths.RUN_SUMMARY, run=run), paths.fill(paths.RUN_RESULTS, run=run)]
+        """A run's files as a rule's input lists them (paths.RunFiles' order)."""
+        return list(
+            paths.RunFiles(
+                paths.fill(paths.RUN_SUMMARY, run=run), paths.fill(paths.RUN_RESULTS, run=run)
+            )
+        )
 
     def contrast_control(self, wildcards: Wildcards) -> list[str]:
         return self.run_outputs(self.plan.contrasts[wildcards.contrast].control)

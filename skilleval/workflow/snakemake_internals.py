@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skilleval import paths
 from skilleval.errors import SkillevalError
 
 
@@ -28,7 +29,7 @@ def config_files(workflow: Any) -> list[str]:
         extra = workflow.overwrite_configfiles
     except AttributeError:
         raise _moved("Workflow.overwrite_configfiles", "the config files") from None
-    return ["config/config.yaml", *map(str, extra)]
+    return [paths.CONFIG_FILE, *map(str, extra)]
 
 
 def host_resource(workflow: Any, name: str) -> int | None:

@@ -255,7 +255,7 @@ def changing(outputs: Sequence[str], reasons: Sequence[str]) -> list[str]:
 def with_chunks(phrases: list[str], outputs: Sequence[str], root: Path) -> list[str]:
     """Name the chunks behind "input changed: <bank>" of a run, from its summary's record
     of every injected chunk's hash."""
-    summary_path = next((root / o for o in outputs if o.endswith("summary.json")), None)
+    summary_path = next((root / o for o in outputs if o.endswith(paths.SUMMARY_FILE)), None)
     if summary_path is None or not summary_path.exists():
         return phrases
     before = json.loads(summary_path.read_text()).get("chunk_hashes") or {}
@@ -346,7 +346,9 @@ def cost_report(jobs: list[StaleJob]) -> str:
                 if cost.last_wall_s is not None and cost.card_hours is not None
                 else f"{cost.cards} card(s), no earlier duration recorded"
             )
-            summary = next((o for o in job.outputs if o.endswith("summary.json")), job.outputs[0])
+            summary = next(
+                (o for o in job.outputs if o.endswith(paths.SUMMARY_FILE)), job.outputs[0]
+            )
             lines.append(f"    {job.rule} {summary}: {price}")
     return "\n".join(lines)
 
@@ -360,7 +362,7 @@ def sim_trainer_line(job: StaleJob) -> str:
     """What one benchmark's sim trainer job will do: it costs no card, and trains only the
     runs whose identity has no kept result."""
     bench = job.rule.removeprefix(f"{SIM_TRAINER_JOB}_")
-    total = sum(o.endswith("summary.json") for o in job.outputs)
+    total = sum(o.endswith(paths.SUMMARY_FILE) for o in job.outputs)
     runs = {m["run"] for r in job.reasons if (m := CHANGED_RUN.match(r))}
     if runs and len(runs) == len(job.reasons):
         return (
