@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from skilleval.config.model import Config
 from skilleval.runs.evaluation import evaluate
 from skilleval.serving.launcher import wait_healthy
 from skilleval.workflow.plan import WorkflowPlan
@@ -109,7 +110,7 @@ def main(latency: float) -> None:
             )
             model_url, env_url = f"http://127.0.0.1:{model_port}/v1", f"http://127.0.0.1:{env_port}"
             config = yaml.safe_load(Path("config/config.yaml").read_text())
-            plan = WorkflowPlan(config)
+            plan = WorkflowPlan(Config.model_validate(config))
             inputs = plan.run_inputs(plan.runs["base-free"])
             protocol = copy.deepcopy(inputs.protocol)
             protocol["execution"]["model_server"]["base_url"] = model_url

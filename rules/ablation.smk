@@ -36,7 +36,7 @@ if ABLATION_INPUTS.in_one_job:
             name:
                 f"{SIM_TRAINER_JOB}_{bench}"
             input:
-                matrix=ancient(config["ablation"]["matrix"]),
+                matrix=ancient(CONFIG.ablation.matrix),
             output:
                 summaries=ABLATION_INPUTS.run_summaries(bench),
                 audits=ABLATION_INPUTS.run_audits(bench),
@@ -58,7 +58,7 @@ else:
     rule ablation_run:
         input:
             # The matrix's content reaches the run through its plan fingerprint (params).
-            matrix=ancient(config["ablation"]["matrix"]),
+            matrix=ancient(CONFIG.ablation.matrix),
         output:
             summary=paths.ABLATION_SUMMARY,
             audit=paths.ABLATION_AUDIT,
@@ -83,7 +83,7 @@ else:
 rule ablation_table:
     input:
         runs=ABLATION_INPUTS.ablation_table_files,
-        matrix=ancient(config["ablation"]["matrix"]),
+        matrix=ancient(CONFIG.ablation.matrix),
     output:
         tex=paths.table("ablation_{bench}", "tex"),
         csv=paths.table("ablation_{bench}", "csv"),
@@ -108,7 +108,7 @@ rule ablation_table:
 rule harness_table:
     input:
         runs=ABLATION_INPUTS.harness_files,
-        matrix=ancient(config["ablation"]["matrix"]),
+        matrix=ancient(CONFIG.ablation.matrix),
     output:
         tex=paths.table("harness", "tex"),
         csv=paths.table("harness", "csv"),
@@ -134,7 +134,7 @@ rule harness_table:
 rule ablation_figures:
     input:
         runs=ABLATION_INPUTS.ablation_figure_files(ABLATION_GROUPS),
-        matrix=ancient(config["ablation"]["matrix"]),
+        matrix=ancient(CONFIG.ablation.matrix),
     output:
         pdfs=expand(paths.figure("ablation_{group}", "pdf"), group=ABLATION_GROUPS),
         pngs=[

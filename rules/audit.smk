@@ -1,7 +1,7 @@
 # Checkpoint audits (shards present and readable, fingerprint) and the weight change
 # from the first to the last registered checkpoint.
 
-WEIGHT_CHANGE = weight_change_pair(config)
+WEIGHT_CHANGE = weight_change_pair(CONFIG)
 
 
 rule audit_checkpoint:

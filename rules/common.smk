@@ -32,26 +32,28 @@ except ConfigError as error:
     sys.exit(f"skilleval: invalid config\n{error}")
 except GpuLeaseError as error:
     sys.exit(f"skilleval: {error}")
-WORLD_DIR = config["world"]["dir"]
+# The config as typed values, checked once above; rules read it, not `config`.
+CONFIG = CHECKED.config
+WORLD_DIR = CONFIG.world.dir
 SOURCES = CHECKED.sources
 WORLD_DESIGN = CHECKED.world_design
 MATRIX = CHECKED.matrix
 CODE_CACHE = CHECKED.code_cache
 ABLATION_INPUTS = CHECKED.ablation_inputs
 
-IS_DEFAULT_WORLD = config["backends"]["environment"] == "shopsim"
+IS_DEFAULT_WORLD = CONFIG.backends.environment == "shopsim"
 WORLD_DIGESTS = world_digests(
-    config["world"], WORLD_DESIGN, Path(paths.CACHE_DIR), CODE_CACHE
+    CONFIG.world.settings(), WORLD_DESIGN, Path(paths.CACHE_DIR), CODE_CACHE
 )
-PLAN = WorkflowPlan(config)
+PLAN = WorkflowPlan(CONFIG)
 INPUTS = RuleInputs(PLAN, WORLD_DIGESTS, SOURCES)
 RUN_SCHEDULING = RunScheduling(PLAN)
 SCRIPTS = Path(workflow.basedir) / "scripts"
 GATE = PLAN.gate
-RANKING_BANK_PATH = config["banks"][config["ranking"]["bank"]]["path"]
+RANKING_BANK_PATH = CONFIG.banks[CONFIG.ranking.bank].path
 RANKING_BANK = SOURCES.input_file(RANKING_BANK_PATH)
-BARE_VAL_RUN = INPUTS.run_outputs(config["ranking"]["bare_val_run"])
-BARE_VAL_INPUTS = PLAN.run_inputs(PLAN.runs[config["ranking"]["bare_val_run"]])
+BARE_VAL_RUN = INPUTS.run_outputs(CONFIG.ranking.bare_val_run)
+BARE_VAL_INPUTS = PLAN.run_inputs(PLAN.runs[CONFIG.ranking.bare_val_run])
 
 
 def code(script=None, modules=(), templates=()):
@@ -80,4 +82,4 @@ wildcard_constraints:
     checkpoint="[A-Za-z0-9_-]+",
     bank="[A-Za-z0-9_-]+",
     bench="|".join(MATRIX["benchmarks"]),
-    ckid="|".join(c["checkpoint_id"] for c in config["checkpoints"].values()),
+    ckid="|".join(c.checkpoint_id for c in CONFIG.checkpoints.values()),

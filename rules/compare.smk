@@ -15,7 +15,7 @@ rule contrast:
     params:
         code=code("contrast.py"),
         spec=INPUTS.contrast_spec,
-        statistics=canonical(config["statistics"]),
+        statistics=canonical(CONFIG.statistics.settings()),
     script:
         "../scripts/contrast.py"
 

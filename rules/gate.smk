@@ -49,7 +49,7 @@ rule gate_beta:
         sources=SOURCES.digests({"bank": RANKING_BANK_PATH}),
         masked=PLAN.designs["design"].runs,
         # the Top/Bottom size whose membership the two fits are compared on
-        k=config["ranking"]["k"],
+        k=CONFIG.ranking.k,
         history=paths.GATE_HISTORY,
     script:
         "../scripts/gate_beta.py"
@@ -67,8 +67,8 @@ rule gate_truth_check:
         "../envs/skilleval.yaml"
     params:
         code=code("gate_truth_check.py"),
-        checkpoint=PLAN.runs[config["ranking"]["bare_val_run"]].checkpoint,
-        bank=config["ranking"]["bank"],
+        checkpoint=PLAN.runs[CONFIG.ranking.bare_val_run].checkpoint,
+        bank=CONFIG.ranking.bank,
     script:
         "../scripts/gate_truth_check.py"
 
@@ -88,7 +88,7 @@ rule gate_experiment_b:
     params:
         code=code("gate_experiment_b.py"),
         fresh=PLAN.designs["design-b"].runs,
-        n_resamples=config["statistics"]["n_resamples"],
-        seed=config["statistics"]["seed"],
+        n_resamples=CONFIG.statistics.n_resamples,
+        seed=CONFIG.statistics.seed,
     script:
         "../scripts/gate_experiment_b.py"

@@ -18,7 +18,7 @@ rule paper_notice:
     input:
         runs=expand(
             paths.RUN_SUMMARY,
-            run=[*MAIN_RUNS, *RANKING_ARMS, config["ranking"]["bare_val_run"]],
+            run=[*MAIN_RUNS, *RANKING_ARMS, CONFIG.ranking.bare_val_run],
         ),
         ablation=ABLATION_INPUTS.all_summaries(),
     output:
@@ -65,7 +65,7 @@ rule paper_verdict_family:
     params:
         code=code("paper_verdict_family.py"),
         contrasts=lambda wildcards: TABLE_CONTRASTS[wildcards.table],
-        level=round(1 - config["statistics"]["confidence"], 10),
+        level=round(1 - CONFIG.statistics.confidence, 10),
     script:
         "../scripts/paper_verdict_family.py"
 

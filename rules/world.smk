@@ -11,7 +11,7 @@ rule world_tasks:
         "../envs/skilleval.yaml"
     params:
         content=WORLD_DIGESTS.get("tasks"),
-        world=canonical(config["world"]),
+        world=canonical(CONFIG.world.settings()),
     script:
         "../scripts/world_tasks.py"
 
@@ -27,7 +27,7 @@ rule world_checkpoint:
         "../envs/skilleval.yaml"
     params:
         content=INPUTS.world_checkpoint_digest,
-        seed=config["world"]["seed"],
+        seed=CONFIG.world.seed,
         design=lambda wildcards: WORLD_DESIGN.checkpoints[
             wildcards.checkpoint
         ].as_params(),
@@ -46,7 +46,7 @@ rule world_bank:
         "../envs/skilleval.yaml"
     params:
         content=INPUTS.world_bank_digest,
-        seed=config["world"]["seed"],
+        seed=CONFIG.world.seed,
         design=lambda wildcards: WORLD_DESIGN.banks[wildcards.bank].as_params(),
     script:
         "../scripts/world_bank.py"

@@ -12,6 +12,7 @@ from typing import Any
 
 from skilleval.ablation.matrix import load_matrix
 from skilleval.ablation.trainer_check import add_trainer_command
+from skilleval.config.model import Config
 from skilleval.errors import ServiceError, SkillevalError
 from skilleval.logs import Interrupted, quiet_interrupts
 from skilleval.runs.transcripts import add_episode_command
@@ -127,7 +128,7 @@ def cmd_stale(args: argparse.Namespace) -> int:
     return 1 if jobs else 0
 
 
-def _config(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+def _config(args: argparse.Namespace) -> tuple[Config, Path]:
     from skilleval.workflow.as_snakemake import snakemake_config
 
     root = Path(args.root)
@@ -169,7 +170,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
-def _clean_containers(run: str, config: dict[str, Any], mode: str) -> list[str]:
+def _clean_containers(run: str, config: Config, mode: str) -> list[str]:
     """The run's model-server containers whose job is gone: listed, or removed in either mode
     that acts, since a container is no evidence to archive. Looked for wherever a Docker
     engine answers (docker mode may come from a profile this command does not read); an
@@ -179,7 +180,7 @@ def _clean_containers(run: str, config: dict[str, Any], mode: str) -> list[str]:
     try:
         client = docker_client()
     except ServiceError:
-        if config["backends"].get("model_server") == "docker":
+        if config.backends.model_server == "docker":
             raise
         return []
     if mode == "list":

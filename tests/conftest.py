@@ -18,6 +18,7 @@ import pytest
 import yaml
 from filelock import FileLock
 
+from skilleval.config.model import Config
 from skilleval.runs.inputs import RunInputs
 from skilleval.skills.bank import Prompt
 from skilleval.workflow.plan import WorkflowPlan
@@ -85,6 +86,11 @@ def environment_server(world: Path) -> Iterator[str]:
         servers.shutdown()
 
 
+def plan_of(config: dict[str, Any]) -> WorkflowPlan:
+    """The workflow's plan of a config mapping that is valid (a shipped one, edited)."""
+    return WorkflowPlan(Config.model_validate(config))
+
+
 def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:
     config = load_default_config()
     config["world"]["dir"] = str(world)
@@ -95,7 +101,7 @@ def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:
         ck["path"] = str(world / "checkpoints" / Path(ck["path"]).parent.name / "model.safetensors")
     for name, bank in config["banks"].items():
         bank["path"] = str(world / "banks" / f"{name}.md")
-    return replace((plan := WorkflowPlan(config)).run_inputs(plan.runs[run]), **changes)
+    return replace((plan := plan_of(config)).run_inputs(plan.runs[run]), **changes)
 
 
 # The test server's sglang arguments as the launcher starts sglang (sglang's own default,

@@ -13,7 +13,7 @@ from skilleval.config.input_files import declared_files
 from skilleval.config.loading import config_sources, load_config_file, merged_config
 from skilleval.config.schema import load_schema
 from skilleval.errors import ConfigError, ConfigErrors
-from tests.conftest import REPO, load_default_config, snakemake
+from tests.conftest import REPO, load_default_config, plan_of, snakemake
 
 
 def invalid(mutate: Any) -> ConfigError:
@@ -232,13 +232,12 @@ def registered(chunk_ids: list[str], seed: int = 20260907) -> Any:
 
 
 def test_a_registered_random_bank_is_planned_as_listed() -> None:
-    from skilleval.workflow.plan import WorkflowPlan
 
     config = copy.deepcopy(load_default_config())
     listed = ["draft16-02", "draft16-09", "draft16-14", "draft16-05"]
     registered(listed)(config)
     validate_config(config, "config/config.yaml")
-    plan = WorkflowPlan(config)
+    plan = plan_of(config)
     arm = plan.arms["random-4-20260907"]
     assert arm.registered is not None and list(arm.registered.chunk_ids) == listed
     assert arm.as_json()["registered"]["chunk_ids"] == listed

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from skilleval.workflow.plan import WorkflowPlan
-from tests.conftest import REPO
+from tests.conftest import REPO, plan_of
 
 Config = dict[str, Any]
 
@@ -24,13 +23,13 @@ def shipped() -> Config:
 
 def run_settings(config: Config) -> dict[str, dict[str, Any]]:
     """Each model run's params (its settings, which hold its protocol's evidence)."""
-    plan = WorkflowPlan(config)
+    plan = plan_of(config)
     runs = {**plan.runs, **{m.name: m for m in plan.masked.values()}}
     return {name: plan.run_inputs(run).settings() for name, run in runs.items()}
 
 
 def contrast_specs(config: Config) -> dict[str, dict[str, Any]]:
-    return {name: c.spec() for name, c in WorkflowPlan(config).contrasts.items()}
+    return {name: c.spec() for name, c in plan_of(config).contrasts.items()}
 
 
 def changed(edit: Callable[[Config], None]) -> tuple[set[str], set[str]]:

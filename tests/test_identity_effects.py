@@ -19,9 +19,8 @@ from skilleval.ablation.plan import plan as ablation_plan
 from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.evidence import model_run_code, trainer_run_code
 from skilleval.runs.resolve import resolve
-from skilleval.workflow.plan import WorkflowPlan
 from skilleval.workflow.rule_inputs import AblationInputs
-from tests.conftest import REPO, load_default_config
+from tests.conftest import REPO, load_default_config, plan_of
 
 Config = dict[str, Any]
 # The runs whose every input the world holds (the ranking arms read banks built later).
@@ -43,7 +42,7 @@ def world_config(world: Path) -> Config:
 
 
 def fingerprints(config: Config) -> dict[str, str]:
-    plan, code = WorkflowPlan(config), model_run_code()
+    plan, code = plan_of(config), model_run_code()
     return {r: resolve(plan.run_inputs(plan.runs[r]), code).fingerprint for r in WORLD_RUNS}
 
 

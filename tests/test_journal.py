@@ -144,6 +144,7 @@ def test_two_writers_past_a_lost_lock_void_the_run_and_its_contrast(
 ) -> None:
     from skilleval.analysis.contrast import build_contrast
     from skilleval.analysis.verdict import verdict_of
+    from skilleval.config.model import Statistics
     from skilleval.paths import RunFiles
     from skilleval.runs import journal as journal_module
     from skilleval.runs.evaluation import evaluate
@@ -172,7 +173,7 @@ def test_two_writers_past_a_lost_lock_void_the_run_and_its_contrast(
     contrast = build_contrast(
         "s0-gain",
         {"causal": True},
-        {"n_resamples": 200, "confidence": 0.95, "seed": 1, "method": "percentile"},
+        Statistics(n_resamples=200, confidence=0.95, seed=1, method="percentile"),
         RunFiles.in_directory(str(tmp_path / "clean")),
         RunFiles.in_directory(str(out)),
         str(tmp_path / "contrast.json"),

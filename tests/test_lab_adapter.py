@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from skilleval.config.model import Config
 from skilleval.env.adapters import find_adapter, make_adapter
 from skilleval.errors import SkillevalError
 from skilleval.runs import evaluation
@@ -159,7 +160,7 @@ def broken_server(broken: str) -> Iterator[str]:
         server.server_close()
 
 
-def world_config(world: Path, url: str, environment: str = "http") -> dict[str, Any]:
+def world_config(world: Path, url: str, environment: str = "http") -> Config:
     """The shipped config on ``world``, its environment at ``url`` through ``environment``."""
     inputs = run_inputs(world)
     config: dict[str, Any] = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -170,7 +171,7 @@ def world_config(world: Path, url: str, environment: str = "http") -> dict[str, 
     protocol["prompt"]["skill_template"] = inputs.skill_template_file
     protocol["execution"]["environment"]["url"] = url
     config["backends"]["environment"] = environment
-    return config
+    return Config.model_validate(config)
 
 
 @pytest.mark.parametrize("adapter", ["http", "lab-shop"])

@@ -11,12 +11,12 @@ from skilleval.errors import SkillevalError
 from skilleval.report.chains import read_chain
 from skilleval.workflow.plan import WorkflowPlan, front_rows
 from skilleval.workflow.why import chain
-from tests.conftest import REPO
+from tests.conftest import REPO, plan_of
 
 
 @pytest.fixture(scope="module")
 def plan() -> WorkflowPlan:
-    return WorkflowPlan(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    return plan_of(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
 
 
 def test_an_unbuilt_contrast_still_names_its_runs(plan: WorkflowPlan, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from skilleval.analysis.bootstrap import Method, align, paired_bootstrap, per_task_means
+from skilleval.config.model import Statistics
 from skilleval.errors import ComparisonError
 from skilleval.paths import RunFiles
 from skilleval.records.analysis import Contrast
@@ -184,7 +185,7 @@ def compare(
 def build_contrast(
     name: str,
     spec: dict[str, Any],
-    statistics: dict[str, Any],
+    statistics: Statistics,
     control_files: RunFiles,
     treatment_files: RunFiles,
     output: str,
@@ -204,10 +205,10 @@ def build_contrast(
                 control,
                 treatment,
                 metric=spec.get("metric", "reward"),
-                n_resamples=statistics["n_resamples"],
-                confidence=statistics["confidence"],
-                seed=statistics["seed"],
-                method=statistics["method"],
+                n_resamples=statistics.n_resamples,
+                confidence=statistics.confidence,
+                seed=statistics.seed,
+                method=statistics.method,
                 checks=checks,
             )
         )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from skilleval.config.model import Config
 from skilleval.config.schema import validate_against_schema
 from skilleval.env.adapters import BUILT_IN, AdapterNotFound, find_adapter
 from skilleval.errors import ConfigError
@@ -343,6 +344,8 @@ def check_registered_banks(config: Mapping[str, Any], source: object) -> None:
             )
 
 
-def validate_config(config: Mapping[str, Any], source: object) -> None:
+def validate_config(config: Mapping[str, Any], source: object) -> Config:
+    """The config checked against its schema and across fields, as typed values."""
     validate_against_schema(config, "config", source)
     check_cross_fields(config, source)
+    return Config.model_validate(config)

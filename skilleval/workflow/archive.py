@@ -13,9 +13,9 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from skilleval import paths
+from skilleval.config.model import Config
 from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
 from skilleval.storage.records import Record
@@ -33,14 +33,14 @@ class ArchiveNote(Record):
     dependents_moved: list[str]
 
 
-def protected_paths(config: dict[str, Any], root: Path) -> list[Path]:
-    paths = [root / c["path"] for c in config["checkpoints"].values()]
-    paths += [(root / c["path"]).parent for c in config["checkpoints"].values()]
-    paths += [root / b["path"] for b in config["banks"].values()]
+def protected_paths(config: Config, root: Path) -> list[Path]:
+    paths = [root / c.path for c in config.checkpoints.values()]
+    paths += [(root / c.path).parent for c in config.checkpoints.values()]
+    paths += [root / b.path for b in config.banks.values()]
     return [p.resolve() for p in paths]
 
 
-def run_paths(run: str, root: Path, config: dict[str, Any] | None = None) -> list[Path]:
+def run_paths(run: str, root: Path, config: Config | None = None) -> list[Path]:
     """What of ``run`` is on disk: its outputs, journal and log. With ``config``, a masked
     Gate A run (masked-01) is found under its gate, and a name the config does not declare
     is refused naming the declared ones."""
@@ -83,7 +83,7 @@ def _stamp() -> str:
 
 
 def archive_plan(
-    run: str, config: dict[str, Any], root: Path, configfiles: Sequence[str] = ()
+    run: str, config: Config, root: Path, configfiles: Sequence[str] = ()
 ) -> tuple[list[str], list[str]]:
     """(the run's files, the outputs built from them) that archive_run would move."""
     found = run_paths(run, root, config)
@@ -97,7 +97,7 @@ def archive_plan(
 def archive_run(
     run: str,
     reason: str,
-    config: dict[str, Any],
+    config: Config,
     root: Path,
     configfiles: Sequence[str] = (),
 ) -> Path:
@@ -164,7 +164,7 @@ def dependents_of(root: Path, files: Sequence[str], configfiles: Sequence[str] =
     return found
 
 
-def clean_run(run: str, config: dict[str, Any], root: Path, mode: str) -> list[Path]:
+def clean_run(run: str, config: Config, root: Path, mode: str) -> list[Path]:
     """mode: 'list' (default, touches nothing), 'archive' or 'delete'."""
     found = run_paths(run, root, config)
     if any((p / paths.SUMMARY_FILE).exists() for p in found if p.is_dir()):

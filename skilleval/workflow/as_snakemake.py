@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from skilleval import paths
 from skilleval.config.checks import validate_config
 from skilleval.config.loading import config_sources, merged_config
+from skilleval.config.model import Config
 from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
 from skilleval.workflow.plan import WorkflowPlan
 
 
-def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None) -> dict[str, Any]:
+def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None) -> Config:
     """config/config.yaml extended by each ``configfiles`` entry, then a profile's
     ``config:``, which Snakemake applies as --config: it overrides every config file."""
     from snakemake.utils import update_config
@@ -35,8 +35,7 @@ def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None
         if profile_file is None:
             raise SkillevalError(f"--profile {profile}: no config.yaml in {root / profile}")
         update_config(config, yaml.safe_load(profile_file.read_text()).get("config") or {})
-    validate_config(config, config_sources(files))
-    return config
+    return validate_config(config, config_sources(files))
 
 
 def check_declared_run(directory: Path, root: Path) -> None:

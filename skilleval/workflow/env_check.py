@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skilleval.config.model import Config
 from skilleval.env.adapters import IDENTITY_KEY
 from skilleval.env.contract import Violation, contract_violations
 from skilleval.errors import SkillevalError
@@ -46,7 +46,7 @@ class EnvCheck:
         return "\n".join(lines)
 
 
-def protocol_inputs(config: Mapping[str, Any], protocol: str | None) -> RunInputs:
+def protocol_inputs(config: Config, protocol: str | None) -> RunInputs:
     """The inputs of the first run of ``protocol`` (of the only protocol runs use, if
     none is named), with the config's execution settings (the server's address)."""
     plan = WorkflowPlan(config)
@@ -57,7 +57,7 @@ def protocol_inputs(config: Mapping[str, Any], protocol: str | None) -> RunInput
             f"name the protocol to check with --protocol, one of those runs use: {', '.join(used)}"
         )
     run = next(r for r in plan.runs.values() if r.protocol == name)
-    return plan.run_inputs(run).executed_with(config)
+    return plan.run_inputs(run).executed_with(config.settings())
 
 
 def split_task_ids(split_file: str, split: str, n_tasks: int) -> list[str]:
@@ -71,7 +71,7 @@ def split_task_ids(split_file: str, split: str, n_tasks: int) -> list[str]:
 
 
 def env_check(
-    config: Mapping[str, Any], protocol: str | None = None, n_tasks: int = 3, wait_s: float = 0
+    config: Config, protocol: str | None = None, n_tasks: int = 3, wait_s: float = 0
 ) -> EnvCheck:
     """The contract run on the protocol's environment; ``wait_s``: how long a busy or
     unreachable server is waited for (a run waits its outage budget)."""

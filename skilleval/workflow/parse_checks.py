@@ -16,6 +16,7 @@ from skilleval.ablation.matrix import load_matrix
 from skilleval.config.checks import validate_config
 from skilleval.config.input_files import check_input_files
 from skilleval.config.loading import ConfigSources
+from skilleval.config.model import Config
 from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.evidence import trainer_run_code
@@ -27,8 +28,10 @@ from skilleval.world.design import WorldDesign, world_design
 
 @dataclass(frozen=True)
 class CheckedInputs:
-    """What the checks read, kept for the workflow so nothing is read twice."""
+    """What the checks read, kept for the workflow so nothing is read twice: the config
+    as typed values among it."""
 
+    config: Config
     sources: SourceFiles
     world_design: WorldDesign
     matrix: dict[str, Any]
@@ -45,13 +48,11 @@ def check_inputs(
     """The config, the files it names, the ablation matrix, the cards asked for (against
     the build's ``--resources gpu``, ``host_cards``) and the frozen protocols, checked in
     the working directory, the workflow's root."""
-    validate_config(config, source)
-    sources = SourceFiles(
-        [paths.RESULTS, config["world"]["dir"]], FileDigests(Path(paths.FILE_DIGESTS))
-    )
+    typed = validate_config(config, source)
+    sources = SourceFiles([paths.RESULTS, typed.world.dir], FileDigests(Path(paths.FILE_DIGESTS)))
     design = world_design(config)
     check_input_files(config, source, sources.is_built, design.generated_files())
-    matrix = load_matrix(config["ablation"]["matrix"])
+    matrix = load_matrix(typed.ablation.matrix)
     check_requests(gpu_requests(config), host_cards, source, card_ids)
     check_frozen(
         config["protocols"],
@@ -62,6 +63,6 @@ def check_inputs(
     )
     code_cache = SourceCache(Path(paths.CODE_CACHE))
     ablation = AblationInputs(
-        matrix, config["ablation"]["matrix"], trainer_run_code(code_cache), sources.file_digests
+        matrix, typed.ablation.matrix, trainer_run_code(code_cache), sources.file_digests
     )
-    return CheckedInputs(sources, design, matrix, code_cache, ablation)
+    return CheckedInputs(typed, sources, design, matrix, code_cache, ablation)

@@ -7,12 +7,13 @@ what later code needs, so nothing downstream parses a run or file name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
 from skilleval import paths
+from skilleval.config.model import Checkpoint, Config, Ranking, Run
+from skilleval.config.model import Contrast as DeclaredContrast
 from skilleval.env.adapters import adapter_evidence
 from skilleval.runs.inputs import RunInputs
 
@@ -111,16 +112,10 @@ class ContrastPlan:
     metric: str = "reward"
 
     @classmethod
-    def declared(cls, name: str, spec: Mapping[str, Any]) -> ContrastPlan:
+    def declared(cls, name: str, spec: DeclaredContrast) -> ContrastPlan:
         """A contrast of the config's contrasts section (a main-table contrast)."""
         return cls(
-            name,
-            spec["control"],
-            spec["treatment"],
-            spec["causal"],
-            spec["description"],
-            "main",
-            spec.get("metric", "reward"),
+            name, spec.control, spec.treatment, spec.causal, spec.description, "main", spec.metric
         )
 
     def spec(self) -> dict[str, Any]:
@@ -147,33 +142,33 @@ class MaskDesign:
         return [f"{self.prefix}-{i + 1:02d}" for i in range(self.n_runs)]
 
 
-def registered_banks(ranking: Mapping[str, Any]) -> dict[int, RegisteredBank]:
+def registered_banks(ranking: Ranking) -> dict[int, RegisteredBank]:
     """``ranking.registered_random_banks`` by seed."""
     return {
-        entry["seed"]: RegisteredBank(tuple(entry["chunk_ids"]), entry["drawn_by"], entry["note"])
-        for entry in ranking.get("registered_random_banks", [])
+        entry.seed: RegisteredBank(tuple(entry.chunk_ids), entry.drawn_by, entry.note)
+        for entry in ranking.registered_random_banks
     }
 
 
-def ranking_arms(ranking: Mapping[str, Any]) -> list[RankingArm]:
-    k = ranking["k"]
+def ranking_arms(ranking: Ranking) -> list[RankingArm]:
+    k = ranking.k
     registered = registered_banks(ranking)
     arms = [RankingArm("top", k), RankingArm("bottom", k)]
     return arms + [
-        RankingArm("random", k, seed, registered.get(seed)) for seed in ranking["random_seeds"]
+        RankingArm("random", k, seed, registered.get(seed)) for seed in ranking.random_seeds
     ]
 
 
-def ranking_contrasts(ranking: Mapping[str, Any]) -> dict[str, ContrastPlan]:
-    free = ranking["bare_test_run"]
-    k = ranking["k"]
+def ranking_contrasts(ranking: Ranking) -> dict[str, ContrastPlan]:
+    free = ranking.bare_test_run
+    k = ranking.k
     top, bottom = RankingArm("top", k).run, RankingArm("bottom", k).run
-    paper_seeds = ranking["random_seeds_in_paper"]
+    paper_seeds = ranking.random_seeds_in_paper
     contrasts = [
         ContrastPlan("rank-top-vs-free", free, top, True, "Top-K vs free", "ranking"),
         ContrastPlan("rank-bottom-vs-free", free, bottom, True, "Bottom-K vs free", "ranking"),
     ]
-    for seed in ranking["random_seeds"]:
+    for seed in ranking.random_seeds:
         suffix = "" if seed == paper_seeds[0] else f"-{seed}"
         table: Table = "ranking" if seed in paper_seeds else "extra"
         random = RankingArm("random", k, seed).run
@@ -197,29 +192,30 @@ def ranking_contrasts(ranking: Mapping[str, Any]) -> dict[str, ContrastPlan]:
 class WorkflowPlan:
     """Everything the graph builds from one config, as typed objects."""
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(self, config: Config) -> None:
         self.config = config
-        self.ranking: Mapping[str, Any] = config["ranking"]
-        self.gate: str = self.ranking["gate"]
-        self.world_dir: str = config["world"]["dir"]
+        self.ranking = config.ranking
+        self.gate = self.ranking.gate
+        self.world_dir = config.world.dir
+        # As written in the config: the backends are part of every run's identity.
         self.backends = {
-            **config["backends"],
-            **adapter_evidence(config["backends"]["environment"]),
+            **config.backends.settings(),
+            **adapter_evidence(config.backends.environment),
         }
-        declared = {name: self._declared(name, spec) for name, spec in config["runs"].items()}
+        declared = {name: self._declared(name, spec) for name, spec in config.runs.items()}
         self.arms: dict[str, RankingArm] = {arm.stem: arm for arm in ranking_arms(self.ranking)}
-        bare_test = declared[self.ranking["bare_test_run"]]
+        bare_test = declared[self.ranking.bare_test_run]
         self.runs: dict[str, RunPlan] = {
             **declared,
             **{arm.run: self._arm_run(arm, bare_test) for arm in self.arms.values()},
         }
-        experiment_b = self.ranking["experiment_b"]
+        experiment_b = self.ranking.experiment_b
         self.designs: dict[str, MaskDesign] = {
             "design": MaskDesign(
-                "design", "masked", self.ranking["masked_runs"], self.ranking["design_seed"]
+                "design", "masked", self.ranking.masked_runs, self.ranking.design_seed
             ),
             "design-b": MaskDesign(
-                "design-b", "fresh", experiment_b["masked_runs"], experiment_b["design_seed"]
+                "design-b", "fresh", experiment_b.masked_runs, experiment_b.design_seed
             ),
         }
         self.masked: dict[str, RunPlan] = {
@@ -228,25 +224,24 @@ class WorkflowPlan:
             for masked in design.runs
         }
         self.contrasts: dict[str, ContrastPlan] = {
-            **{n: ContrastPlan.declared(n, c) for n, c in config["contrasts"].items()},
+            **{n: ContrastPlan.declared(n, c) for n, c in config.contrasts.items()},
             **ranking_contrasts(self.ranking),
         }
 
     # runs --------------------------------------------------------------------
 
     def _bank(self, name: str) -> BankRef:
-        bank = self.config["banks"][name]
-        return BankRef(name, bank["path"], bank["chunks"])
+        bank = self.config.banks[name]
+        return BankRef(name, bank.path, bank.chunks)
 
-    def _declared(self, name: str, spec: Mapping[str, Any]) -> RunPlan:
-        protocol = self.config["protocols"][spec["protocol"]]
+    def _declared(self, name: str, spec: Run) -> RunPlan:
         return RunPlan(
             name=name,
-            experiment=spec["experiment"],
-            protocol=spec["protocol"],
-            checkpoint=spec["checkpoint"],
-            bank=self._bank(spec["bank"]) if spec["bank"] else None,
-            split=spec.get("split", protocol["tasks"]["split"]),
+            experiment=spec.experiment,
+            protocol=spec.protocol,
+            checkpoint=spec.checkpoint,
+            bank=self._bank(spec.bank) if spec.bank else None,
+            split=spec.split or self.config.protocols[spec.protocol].tasks.split,
         )
 
     def _arm_run(self, arm: RankingArm, bare: RunPlan) -> RunPlan:
@@ -262,13 +257,13 @@ class WorkflowPlan:
         )
 
     def _masked_run(self, design: MaskDesign, masked: str) -> RunPlan:
-        bare = self.runs[self.ranking["bare_val_run"]]
+        bare = self.runs[self.ranking.bare_val_run]
         return RunPlan(
             name=f"gate-{self.gate}-{masked}",
             experiment=f"{bare.experiment}-gate-{self.gate}-{masked}",
             protocol=bare.protocol,
             checkpoint=bare.checkpoint,
-            bank=self._bank(self.ranking["bank"]),
+            bank=self._bank(self.ranking.bank),
             split=bare.split,
             mask=MaskRef(paths.fill(paths.GATE_DESIGN, gate=self.gate, design=design.name), masked),
         )
@@ -291,12 +286,12 @@ class WorkflowPlan:
     @cached_property
     def paper_arms(self) -> list[RankingArm]:
         arms = {(arm.rule, arm.seed): arm for arm in self.arms.values()}
-        randoms = [arms["random", s] for s in self.ranking["random_seeds_in_paper"]]
+        randoms = [arms["random", s] for s in self.ranking.random_seeds_in_paper]
         return [arms["top", None], *randoms, arms["bottom", None]]
 
     def ranking_vs_free(self) -> list[str]:
         """Contrast names of the paper arms against free, in :attr:`paper_arms` order."""
-        seeds = self.ranking["random_seeds_in_paper"]
+        seeds = self.ranking.random_seeds_in_paper
         random = [f"rank-random{'' if s == seeds[0] else f'-{s}'}-vs-free" for s in seeds]
         return ["rank-top-vs-free", *random, "rank-bottom-vs-free"]
 
@@ -304,43 +299,44 @@ class WorkflowPlan:
 
     def run_inputs(self, plan: RunPlan) -> RunInputs:
         """Everything the run reads, resolved from config once."""
-        protocol = self.config["protocols"][plan.protocol]
-        checkpoint = self.config["checkpoints"][plan.checkpoint]
+        protocol = self.config.protocols[plan.protocol]
+        checkpoint = self.config.checkpoints[plan.checkpoint]
         return RunInputs(
             run=plan.name,
             experiment=plan.experiment,
             protocol_name=plan.protocol,
-            # The description is wording: it changes no result, so it is not an input.
-            protocol={k: v for k, v in protocol.items() if k != "description"},
-            checkpoint_id=checkpoint["checkpoint_id"],
-            checkpoint_path=checkpoint["path"],
-            checkpoint_expected_fingerprint=checkpoint["fingerprint"],
+            # As written (its digest is the run's); the description is wording: it changes
+            # no result, so it is not an input.
+            protocol={k: v for k, v in protocol.settings().items() if k != "description"},
+            checkpoint_id=checkpoint.checkpoint_id,
+            checkpoint_path=checkpoint.path,
+            checkpoint_expected_fingerprint=checkpoint.fingerprint,
             bank_name=plan.bank.name if plan.bank else None,
             bank_path=plan.bank.path if plan.bank else None,
             bank_chunks=plan.bank.chunks if plan.bank else None,
-            split_file=protocol["tasks"]["split_file"],
+            split_file=protocol.tasks.split_file,
             split=plan.split,
             backends=self.backends,
             catalogue=paths.fill(paths.WORLD_CATALOGUE, world_dir=self.world_dir),
-            system_prompt_file=protocol["prompt"]["system"],
-            skill_template_file=protocol["prompt"]["skill_template"],
+            system_prompt_file=protocol.prompt.system,
+            skill_template_file=protocol.prompt.skill_template,
             mask_path=plan.mask.design if plan.mask else None,
             mask_run=plan.mask.run if plan.mask else None,
         )
 
     def checkpoint_id(self, run: str) -> str:
-        return str(self.config["checkpoints"][self.runs[run].checkpoint]["checkpoint_id"])
+        return self.config.checkpoints[self.runs[run].checkpoint].checkpoint_id
 
-    def checkpoint_by_id(self, checkpoint_id: str) -> Mapping[str, Any]:
-        checkpoints = self.config["checkpoints"].values()
-        return next(c for c in checkpoints if c["checkpoint_id"] == checkpoint_id)
+    def checkpoint_by_id(self, checkpoint_id: str) -> Checkpoint:
+        checkpoints = self.config.checkpoints.values()
+        return next(c for c in checkpoints if c.checkpoint_id == checkpoint_id)
 
 
-def weight_change_pair(config: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+def weight_change_pair(config: Config) -> dict[str, dict[str, str]]:
     """The first and the last registered checkpoint, whose weights the audit compares."""
-    names = list(config["checkpoints"])
+    names = list(config.checkpoints)
     return {
-        role: {"name": name, "path": config["checkpoints"][name]["path"]}
+        role: {"name": name, "path": config.checkpoints[name].path}
         for role, name in (("base", names[0]), ("final", names[-1]))
     }
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from skilleval import paths
 from skilleval.ablation.matrix import load_matrix
+from skilleval.config.model import Config
 from skilleval.errors import SkillevalError
 from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.durations import last_wall_s
@@ -143,7 +144,7 @@ class KeptResults:
     job then restores that result instead of computing, unless an upstream job changes
     one of its inputs first."""
 
-    def __init__(self, config: dict[str, Any], plan: WorkflowPlan, root: Path) -> None:
+    def __init__(self, config: Config, plan: WorkflowPlan, root: Path) -> None:
         self.config, self.plan, self.root = config, plan, root
         self.scripts = root.resolve() / "scripts"
         self._ablation: Any = None
@@ -171,7 +172,7 @@ class KeptResults:
 
     def _ablation_kept(self, run_id: str) -> bool:
         if self._ablation is None:
-            matrix_file = self.config["ablation"]["matrix"]
+            matrix_file = self.config.ablation.matrix
             self._ablation = AblationInputs(
                 load_matrix(matrix_file),
                 matrix_file,

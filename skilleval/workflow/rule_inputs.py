@@ -100,9 +100,9 @@ class RuleInputs:
 
     def design_params(self, wildcards: Wildcards) -> dict[str, Any]:
         design = self.plan.designs[wildcards.design]
-        bare = self.plan.run_inputs(self.plan.runs[self.plan.ranking["bare_val_run"]])
+        bare = self.plan.run_inputs(self.plan.runs[self.plan.ranking.bare_val_run])
         return {
-            "probability": self.plan.ranking["inclusion_probability"],
+            "probability": self.plan.ranking.inclusion_probability,
             "runs": design.runs,
             "seed": design.seed,
             "split": bare.split,
@@ -158,10 +158,10 @@ class RuleInputs:
     # the embedded default world ----------------------------------------------
 
     def world_checkpoints(self) -> dict[str, str]:
-        return {name: c["path"] for name, c in self.plan.config["checkpoints"].items()}
+        return {name: c.path for name, c in self.plan.config.checkpoints.items()}
 
     def world_banks(self) -> dict[str, str]:
-        return {name: b["path"] for name, b in self.plan.config["banks"].items()}
+        return {name: b.path for name, b in self.plan.config.banks.items()}
 
     def world_checkpoint_digest(self, wildcards: Wildcards) -> str:
         """What the generator would write for this checkpoint now (see world.digests)."""
@@ -177,18 +177,18 @@ class RuleInputs:
 
     def ground_truth_reference(self) -> dict[str, Any]:
         """The protocol the ground truth is computed under: that of the bare test run."""
-        bare = self.plan.runs[self.plan.ranking["bare_test_run"]]
-        protocol = self.plan.config["protocols"][bare.protocol]
+        bare = self.plan.runs[self.plan.ranking.bare_test_run]
+        protocol = self.plan.config.protocols[bare.protocol]
         return {
-            "temperature": protocol["sampling"]["temperature"],
-            "max_steps": protocol["runtime"]["max_steps"],
+            "temperature": protocol.sampling.temperature,
+            "max_steps": protocol.runtime.max_steps,
             "splits": ["val", "test"],
         }
 
     # checkpoints -------------------------------------------------------------
 
     def _weights(self, wildcards: Wildcards) -> str:
-        return str(resolve_weights(self.plan.checkpoint_by_id(wildcards.ckid)["path"]))
+        return str(resolve_weights(self.plan.checkpoint_by_id(wildcards.ckid).path))
 
     def checkpoint_weights(self, wildcards: Wildcards) -> Any:
         return self.sources.input_file(self._weights(wildcards))

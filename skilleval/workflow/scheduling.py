@@ -39,14 +39,14 @@ class RunScheduling:
         # The runs whose results choose other runs' skill banks: the bare val run and Gate
         # A's masked runs give the betas that freeze the ranking arms' banks.
         masked = (plan.masked[m].name for m in plan.designs["design"].runs)
-        self.runs_that_choose_banks = frozenset({plan.ranking["bare_val_run"], *masked})
+        self.runs_that_choose_banks = frozenset({plan.ranking.bare_val_run, *masked})
 
     def _run(self, wildcards: Wildcards) -> RunPlan:
         return run_of(self.plan, wildcards)
 
     def run_gpus(self, wildcards: Wildcards) -> int:
-        protocol = self.plan.config["protocols"][self._run(wildcards).protocol]
-        return cards_for(self.plan.config["backends"]["model_server"], protocol["model_server"])
+        protocol = self.plan.config.protocols[self._run(wildcards).protocol]
+        return cards_for(self.plan.config.backends.model_server, protocol.model_server.settings())
 
     def _job_size(self, wildcards: Wildcards) -> JobSize:
         run = self._run(wildcards)
@@ -62,7 +62,7 @@ class RunScheduling:
             inputs = self.plan.run_inputs(run)
             weights = shard_paths(inputs.checkpoint_path) if launches else []
             self._sizes[run.name] = run_job_size(
-                self.plan.config["backends"]["model_server"],
+                self.plan.config.backends.model_server,
                 inputs.model_server(),
                 weights,
                 Path(summary),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval import paths
+from skilleval.config.model import Config
 from skilleval.errors import SkillevalError
 from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.workflow.plan import WorkflowPlan
@@ -198,26 +199,26 @@ def cells_of_run(plan: WorkflowPlan, run: str) -> list[str]:
             cells.append(f"Table {spec.table}, {name}")
     if run in {arm.run for arm in plan.paper_arms}:
         cells.append(f"Table ranking, {run}")
-    if run == plan.ranking["bare_val_run"]:
+    if run == plan.ranking.bare_val_run:
         cells.append("Table ranking, every arm (gate betas)")
     return cells
 
 
 def stale_jobs(
-    config: dict[str, Any],
+    config: Config,
     root: Path,
     configfiles: Sequence[str],
     targets: Sequence[str],
     profile: str | None = None,
     keep_plan: Path | None = None,
 ) -> list[StaleJob]:
-    plan = WorkflowPlan(config)
+    plan, written = WorkflowPlan(config), config.settings()
     planned = [j for j in planned_jobs(root, configfiles, targets, profile, keep_plan) if j.outputs]
     parsed = [
         (
             j.rule,
             j.outputs,
-            with_chunks(explain(j.reason, config, j.rule, j.outputs), j.outputs, root),
+            with_chunks(explain(j.reason, written, j.rule, j.outputs), j.outputs, root),
         )
         for j in planned
     ]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from skilleval import paths
+from skilleval.config.model import Config
 from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
 from skilleval.report.chains import Link, contrast_links, read_chain, run_link
@@ -51,7 +52,7 @@ def chain(
 
 
 def why(
-    config: dict[str, Any],
+    config: Config,
     root: Path,
     configfiles: Sequence[str],
     table: str,

@@ -1,0 +1,97 @@
+"""The typed config (skilleval/config/model.py) and the JSON schema that checks a config
+file describe the same keys: neither can gain, drop or loosen a key alone. A shipped
+config becomes typed values and gives back the mapping it was written as, which is what
+params and identities hash."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from skilleval.config.loading import merged_config
+from skilleval.config.model import Config
+from skilleval.config.schema import load_schema
+from tests.conftest import REPO
+
+SCHEMA = load_schema("config")
+
+
+def resolved(node: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    return SCHEMA["$defs"][ref.removeprefix("#/$defs/")] if ref else node
+
+
+def inner(annotation: Any) -> tuple[str, type[BaseModel]] | None:
+    """('model' | 'list' | 'map', the model) where a field holds models, else None."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "model", annotation
+    if origin in (typing.Union, types.UnionType):
+        found = [inner(a) for a in args if a is not type(None)]
+        return next((f for f in found if f), None)
+    if origin is list and (item := inner(args[0])):
+        return "list", item[1]
+    if origin is dict and (value := inner(args[1])):
+        return "map", value[1]
+    return None
+
+
+def mismatches(model: type[BaseModel], node: dict[str, Any], where: str) -> list[str]:
+    """Where ``model`` and the schema ``node`` differ: keys, required keys, and below."""
+    node = resolved(node)
+    fields, properties = model.model_fields, node.get("properties", {})
+    found = []
+    if set(fields) != set(properties):
+        found.append(f"{where}: model {sorted(fields)} != schema {sorted(properties)}")
+    required = {name for name, field in fields.items() if field.is_required()}
+    if required != set(node.get("required", [])):
+        found.append(f"{where}: required {sorted(required)} != {sorted(node['required'])}")
+    for name, field in fields.items():
+        shape = inner(field.annotation)
+        if shape is None or name not in properties:
+            continue
+        kind, child = shape
+        below = resolved(properties[name])
+        below = {"list": below.get("items"), "map": below.get("additionalProperties")}.get(
+            kind, below
+        )
+        found += mismatches(child, below, f"{where}.{name}")
+    return found
+
+
+def test_the_models_and_the_schema_have_the_same_keys() -> None:
+    assert mismatches(Config, SCHEMA, "config") == []
+
+
+def test_the_check_sees_a_key_the_schema_lacks() -> None:
+    class Wider(Config):
+        extra_section: int
+
+    assert mismatches(Wider, SCHEMA, "config") == [
+        "config: model "
+        + str(sorted([*Config.model_fields, "extra_section"]))
+        + " != schema "
+        + str(sorted(SCHEMA["properties"])),
+        "config: required "
+        + str(sorted([*SCHEMA["required"], "extra_section"]))
+        + " != "
+        + str(sorted(SCHEMA["required"])),
+    ]
+
+
+@pytest.mark.parametrize(
+    "files",
+    [("config/config.yaml",), ("config/config.yaml", "tests/data/small.yaml")],
+    ids=["default", "small"],
+)
+def test_a_shipped_config_gives_back_the_mapping_it_was_written_as(
+    files: tuple[str, ...],
+) -> None:
+    config = merged_config(REPO / f for f in files)
+    typed = Config.model_validate(config)
+    assert typed.settings() == config
+    assert typed.statistics.n_resamples == config["statistics"]["n_resamples"]
