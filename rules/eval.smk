@@ -25,6 +25,8 @@ rule eval_run:
         code=MODEL_RUN_CODE,
         sources=INPUTS.run_sources,
         inputs=INPUTS.run_params,
+        # where its servers are: the job reads it, Snakemake never compares it
+        execution=INPUTS.run_execution,
         journal_root=paths.JOURNAL_ROOT,
     script:
         "../scripts/eval_run.py"

@@ -7,7 +7,7 @@ with logged(snakemake.log[0], snakemake):
     export_allowed(snakemake.resources.get("gpu_devices"))
     inputs = RunInputs.from_settings(snakemake.params.inputs, dict(snakemake.input.items()))
     evaluate(
-        inputs.executed_with(snakemake.config),
+        inputs.executed_with(snakemake.params.execution),
         snakemake.output.results,
         snakemake.output.summary,
         snakemake.params.journal_root,

@@ -117,7 +117,8 @@ def test_execution_settings_reach_no_params_and_come_back_for_the_job(overlay: s
     for name, run in before.runs.items():
         inputs = before.run_inputs(run)
         assert after.run_inputs(after.runs[name]).settings() == inputs.settings(), name
-        job = RunInputs.from_settings(inputs.settings(), inputs.files()).executed_with(edited)
+        execution = after.config.protocols[inputs.protocol_name].execution
+        job = RunInputs.from_settings(inputs.settings(), inputs.files()).executed_with(execution)
         executed = execution_node(job.protocol, section)[key]
         assert executed == execution_node(edited["protocols"][inputs.protocol_name], section)[key]
         assert protocol_digest(inputs.protocol_name, job.protocol) == protocol_digest(

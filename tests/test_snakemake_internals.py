@@ -124,3 +124,42 @@ def test_a_plan_without_every_counted_job_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SkillevalError, match=r"counted 2 job\(s\) but reported 1"):
         read_plan_file(plan_file)
     assert read_plan_file(tmp_path / "nothing-planned.jsonl") == []
+
+
+TRIGGER_PROBE = """
+from pydantic import BaseModel
+from skilleval.workflow.snakemake_internals import not_a_rerun_trigger
+
+
+class Where(BaseModel):
+    url: str
+
+
+rule done:
+    output: "out.txt"
+    params:
+        where=not_a_rerun_trigger(Where(url=config["url"])),
+        seed=config["seed"],
+    shell: "echo {params.where.url} {params.seed} > {output}"
+"""
+
+
+def test_a_model_in_params_reaches_the_job_but_is_no_rerun_trigger(tmp_path: Path) -> None:
+    (tmp_path / "Snakefile").write_text(TRIGGER_PROBE)
+
+    def snakemake_with(url: str, seed: int, *args: str) -> str:
+        command = [sys.executable, "-m", "snakemake", "-j", "1", *args,
+                   "--config", f"url={url}", f"seed={seed}"]  # fmt: skip
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout + done.stderr
+
+    snakemake_with("http://a:1", 1)
+    assert (tmp_path / "out.txt").read_text() == "http://a:1 1\n"
+    # Snakemake leaves a params value it cannot write down out of its params trigger
+    # (snakemake/persistence/__init__.py, _serialize_param): a release that compares it
+    # would re-run every evaluation when a server moves (rules/eval.smk, execution).
+    moved = snakemake_with("http://b:2", 1, "-n")
+    assert "Nothing to be done" in moved, f"a model in params is now a rerun trigger:\n{moved}"
+    # A plain value still is one (the params trigger itself works).
+    assert "Params have changed" in snakemake_with("http://a:1", 2, "-n")

@@ -1,9 +1,10 @@
 """A protocol's execution section as typed values: where its servers are, how they are
 asked and started, and how long an outage is waited out.
 
-The config schema has checked the section when the workflow was parsed; a job builds
-these models from the config it runs with (runs.inputs.RunInputs.executed_with). None of
-it is evidence: runs.inputs.results_protocol leaves the whole section out.
+Part of the typed config (model.py). A model run's job is given its protocol's section as
+a params entry that Snakemake never compares (workflow.snakemake_internals,
+not_a_rerun_trigger; runs.inputs.RunInputs.executed_with). None of it is evidence:
+runs.inputs.results_protocol leaves the whole section out.
 """
 
 from __future__ import annotations

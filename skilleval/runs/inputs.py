@@ -103,10 +103,9 @@ class RunInputs:
         paths: dict[str, Any] = {field: files.get(role) for role, field in FILE_FIELDS.items()}
         return cls(**settings, **paths)
 
-    def executed_with(self, config: Mapping[str, Any]) -> RunInputs:
-        """These inputs with the execution section the config holds now (a job gets it
-        from the config, not from params, so that changing it re-runs nothing)."""
-        execution = Execution.model_validate(config["protocols"][self.protocol_name][EXECUTION])
+    def executed_with(self, execution: Execution) -> RunInputs:
+        """These inputs with the execution section the job was given now (a params entry
+        that is no rerun trigger, so that changing it re-runs nothing)."""
         return replace(self, protocol={**self.protocol, EXECUTION: execution.settings()})
 
     def execution(self) -> Execution:

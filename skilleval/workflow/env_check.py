@@ -57,7 +57,7 @@ def protocol_inputs(config: Config, protocol: str | None) -> RunInputs:
             f"name the protocol to check with --protocol, one of those runs use: {', '.join(used)}"
         )
     run = next(r for r in plan.runs.values() if r.protocol == name)
-    return plan.run_inputs(run).executed_with(config.settings())
+    return plan.run_inputs(run).executed_with(config.protocols[name].execution)
 
 
 def split_task_ids(split_file: str, split: str, n_tasks: int) -> list[str]:

@@ -20,6 +20,7 @@ from skilleval.ablation.plan import (
 )
 from skilleval.ablation.plan import plan as plan_matrix
 from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
+from skilleval.config.execution import Execution
 from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance.digests import FileDigests, checkout_identity
 from skilleval.provenance.identity import trainer_run_identity
@@ -27,6 +28,7 @@ from skilleval.runs.inputs import RunInputs
 from skilleval.storage.hashing import canonical
 from skilleval.workflow.plan import RunPlan, WorkflowPlan
 from skilleval.workflow.scheduling import Wildcards, run_of
+from skilleval.workflow.snakemake_internals import not_a_rerun_trigger
 
 T = TypeVar("T")
 
@@ -91,6 +93,12 @@ class RuleInputs:
     def run_sources(self, wildcards: Wildcards) -> dict[str, str]:
         """Content digests of the run's inputs the graph does not build."""
         return self.sources.digests(self._run_paths(wildcards))
+
+    def run_execution(self, wildcards: Wildcards) -> Execution:
+        """Where the run's servers are and how long they are waited for: given to the job,
+        never compared (none of it can change a result)."""
+        protocol = self.plan.config.protocols[self._run(wildcards).protocol]
+        return not_a_rerun_trigger(protocol.execution)
 
     def run_params(self, wildcards: Wildcards) -> dict[str, Any]:
         """The run's settings without its file paths: those reach the job as its inputs."""

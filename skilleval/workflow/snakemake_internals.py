@@ -7,7 +7,9 @@ tests/test_snakemake_internals.py calls every one on the installed Snakemake.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from skilleval import paths
 from skilleval.errors import SkillevalError
@@ -67,3 +69,16 @@ def rule_targets(workflow: Any) -> list[str]:
         return sorted(rule.name for rule in workflow.rules if not rule.has_wildcards())
     except AttributeError:
         raise _moved("Workflow.rules", "the targets a typo is compared with") from None
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def not_a_rerun_trigger(value: Model) -> Model:
+    """``value`` as a params entry that reaches the job and is no rerun trigger: Snakemake's
+    params trigger compares only the params it can write down (builtins and pandas objects,
+    Persistence._serialize_param, snakemake/persistence/__init__.py) and leaves out any
+    other, such as a pydantic model."""
+    if not isinstance(value, BaseModel):
+        raise TypeError(f"{value!r} would be compared by the params trigger; pass a model")
+    return value
