@@ -49,7 +49,7 @@ def mismatches(model: type[BaseModel], node: dict[str, Any], where: str) -> list
         found.append(f"{where}: model {sorted(fields)} != schema {sorted(properties)}")
     required = {name for name, field in fields.items() if field.is_required()}
     if required != set(node.get("required", [])):
-        found.append(f"{where}: required {sorted(required)} != {sorted(node['required'])}")
+        found.append(f"{where}: required {sorted(required)} != {sorted(node.get('required', []))}")
     for name, field in fields.items():
         shape = inner(field.annotation)
         if shape is None or name not in properties:

@@ -27,7 +27,6 @@ from skilleval.storage.records import Check, failed, read_records
 @dataclass(frozen=True)
 class RunRecords:
     name: str
-    directory: Path
     summary: RunSummary
     records: list[dict[str, Any]]
 
@@ -45,7 +44,7 @@ class RunRecords:
             TaskRecord.from_json(record, f"{results_path} line {number}").as_json()
             for number, record in enumerate(read_records(results_path, "task_record"), start=1)
         ]
-        return cls(summary.run, summary_path.parent, summary, records)
+        return cls(summary.run, summary, records)
 
     @classmethod
     def in_directory(cls, directory: str) -> RunRecords:
