@@ -68,7 +68,7 @@ def code(script=None, modules=(), templates=()):
 MODEL_RUN_CODE = model_run_code(SCRIPTS, CODE_CACHE)
 TRAINER_RUN_CODE = ABLATION_INPUTS.code
 # The groups the paper draws: a group of one value has no line to draw.
-ABLATION_GROUPS = [g for g, spec in MATRIX["groups"].items() if len(spec["values"]) > 1]
+ABLATION_GROUPS = [g for g, spec in MATRIX.groups.items() if len(spec.values) > 1]
 SPLIT_RATIOS = list(RATIOS)
 
 
@@ -81,5 +81,5 @@ wildcard_constraints:
     arm="|".join(PLAN.arms),
     checkpoint="[A-Za-z0-9_-]+",
     bank="[A-Za-z0-9_-]+",
-    bench="|".join(MATRIX["benchmarks"]),
+    bench="|".join(MATRIX.benchmarks),
     ckid="|".join(c.checkpoint_id for c in CONFIG.checkpoints.values()),

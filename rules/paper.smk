@@ -43,7 +43,7 @@ rule paper_ablation_section:
         "../envs/skilleval.yaml"
     params:
         code=code("paper_ablation_section.py", templates=["ablation_section.tex.j2"]),
-        benchmarks=list(MATRIX["benchmarks"]),
+        benchmarks=list(MATRIX.benchmarks),
         groups=ABLATION_GROUPS,
     script:
         "../scripts/paper_ablation_section.py"
@@ -221,8 +221,7 @@ rule paper:
         rules.paper_beta_plot.output,
         expand(
             paths.TABLE,
-            table=[f"ablation_{bench}" for bench in MATRIX["benchmarks"]]
-            + ["harness"],
+            table=[f"ablation_{bench}" for bench in MATRIX.benchmarks] + ["harness"],
             ext=paths.TABLE_FORMATS,
         ),
         rules.ablation_figures.output,

@@ -25,13 +25,11 @@ rule unknown_contrast:
 
 rule unknown_benchmark:
     input:
-        refuse(
-            "benchmark", MATRIX["benchmarks"], "the ablation matrix", wildcard="bench"
-        ),
+        refuse("benchmark", MATRIX.benchmarks, "the ablation matrix", wildcard="bench"),
     output:
         paths.ABLATION_SUMMARY,
     wildcard_constraints:
-        bench=not_one_of(MATRIX["benchmarks"], "/"),
+        bench=not_one_of(MATRIX.benchmarks, "/"),
 
 
 rule unknown_ablation_run:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from filelock import FileLock
 
+from skilleval.config.matrix import Matrix
 from skilleval.config.model import Config
 from skilleval.runs.inputs import RunInputs
 from skilleval.skills.bank import Prompt
@@ -89,6 +90,13 @@ def environment_server(world: Path) -> Iterator[str]:
 def plan_of(config: dict[str, Any]) -> WorkflowPlan:
     """The workflow's plan of a config mapping that is valid (a shipped one, edited)."""
     return WorkflowPlan(Config.model_validate(config))
+
+
+def with_trainer(matrix: Matrix, **trainer: Any) -> Matrix:
+    """The matrix with some of its trainer keys changed, validated as a loaded one is."""
+    data = matrix.settings()
+    data["trainer"] = {**data["trainer"], **trainer}
+    return Matrix.model_validate(data)
 
 
 def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import copy
 import json
 import shlex
 import sys
@@ -17,12 +16,14 @@ from skilleval.ablation.plan import plan
 from skilleval.ablation.ratios import ratio_sizes
 from skilleval.ablation.trainer import batch_sizes, build_run, trainer_command
 from skilleval.ablation.trainer_check import trainer_check
+from skilleval.config.matrix import Matrix
 from skilleval.errors import ConfigError
+from tests.conftest import with_trainer
 
 MATRIX = load_matrix("config/ablation/matrix.yaml")
 
 
-def runs_by_id(matrix: dict[str, Any] = MATRIX) -> dict[str, Any]:
+def runs_by_id(matrix: Matrix = MATRIX) -> dict[str, Any]:
     return {r.run_id: r for r in plan(matrix)}
 
 
@@ -143,7 +144,7 @@ def test_batch_logic_matches_the_verified_tables(
     assert batch_sizes(train, batch, 1) == expected
 
 
-def build(tmp_path: Path, run_id: str, matrix: dict[str, Any]) -> dict[str, Any]:
+def build(tmp_path: Path, run_id: str, matrix: Matrix) -> dict[str, Any]:
     run = runs_by_id(matrix)[run_id]
     summary = tmp_path / run.summary_path
     build_run(run, matrix, str(summary))
@@ -171,8 +172,7 @@ def test_planted_failures_are_invalid_for_the_right_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_id: str, plant: str, failed_check: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    matrix = copy.deepcopy(MATRIX)
-    matrix["trainer"]["plant"] = {run_id: plant}
+    matrix = with_trainer(MATRIX, plant={run_id: plant})
     audit = build(tmp_path, run_id, matrix)
     assert not audit["valid"]
     assert [c["name"] for c in audit["checks"] if not c["passed"]] == failed_check.split(",")
@@ -239,7 +239,7 @@ sizes = [min(step, train - i * step) for i in range(math.ceil(train / step))]
 """
 
 
-def stand_in_checkout(root: Path, matrix: dict[str, Any], bench: str) -> None:
+def stand_in_checkout(root: Path, matrix: Matrix, bench: str) -> None:
     """A trainer checkout: the stand-in script, the benchmark's default config (nested),
     and the default split with the benchmark's train size."""
     from skilleval.ablation.plan import benchmark_defaults
@@ -253,12 +253,12 @@ def stand_in_checkout(root: Path, matrix: dict[str, Any], bench: str) -> None:
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value
-    config = root / matrix["benchmarks"][bench]["config"]
+    config = root / matrix.benchmarks[bench].config
     config.parent.mkdir(parents=True)
     config.write_text(json.dumps(nested))
     split = root / nested["env"]["split_dir"]
     split.mkdir(parents=True)
-    train = matrix["benchmarks"][bench]["sizes"]["train"]
+    train = matrix.benchmarks[bench].sizes.train
     (split / "train.jsonl").write_text("{}\n" * train)
 
 
@@ -266,8 +266,7 @@ def command_trainer(tmp_path: Path, bench: str, monkeypatch: pytest.MonkeyPatch)
     """The matrix with the command trainer pointed at a stand-in checkout, run from
     ``tmp_path`` (where the runs' relative out_roots land)."""
     checkout = tmp_path / "trainer"
-    matrix = copy.deepcopy(MATRIX)
-    matrix["trainer"].update(kind="command", python=sys.executable, root=str(checkout))
+    matrix = with_trainer(MATRIX, kind="command", python=sys.executable, root=str(checkout))
     stand_in_checkout(checkout, matrix, bench)
     monkeypatch.chdir(tmp_path)
     return matrix
@@ -306,12 +305,12 @@ def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
     assert "optimizer.use_meta_reflect" in audit["reasons"][0]
 
 
-def trainer_check_cli(out_root: Path, matrix: dict[str, Any], tmp_path: Path) -> Any:
+def trainer_check_cli(out_root: Path, matrix: Matrix, tmp_path: Path) -> Any:
     import subprocess
 
     import yaml
 
-    (tmp_path / "matrix.yaml").write_text(yaml.safe_dump(matrix))
+    (tmp_path / "matrix.yaml").write_text(yaml.safe_dump(matrix.settings()))
     command = [sys.executable, "-m", "skilleval.cli", "trainer", "check", str(out_root)]
     return subprocess.run(
         [*command, "--matrix", str(tmp_path / "matrix.yaml")],
@@ -347,8 +346,9 @@ def test_trainer_check_says_which_audit_checks_a_trainers_output_allows(
     )
     # A lab whose trainer says it another way declares the line; the audit follows.
     log.write_text(log.read_text() + "steps of one epoch: [40, 40, 40, 40, 40]\n")
-    lab = copy.deepcopy(matrix)
-    lab["trainer"]["contract"] = {"log_lines": {"batch_sizes": r"steps of one epoch: \[(.*)\]"}}
+    lab = with_trainer(
+        matrix, contract={"log_lines": {"batch_sizes": r"steps of one epoch: \[(.*)\]"}}
+    )
     declared = trainer_check_cli(out_root, lab, tmp_path)
     assert "can    batch_logic" in declared.stdout, declared.stdout
     checks = {c["name"]: c for c in audit_run(run, lab, run.summary_path)["checks"]}
@@ -371,9 +371,7 @@ def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_reco
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     matrix = command_trainer(tmp_path, "livemathematicianbench", monkeypatch)
-    fix = next(
-        f for f in matrix["invalid_rules"]["fixes"] if "livemathematicianbench" in f["benchmarks"]
-    )
+    fix = next(f for f in matrix.invalid_rules.fixes if "livemathematicianbench" in f.benchmarks)
     run = runs_by_id(matrix)["LR-livemathematicianbench-8"]
     build_run(run, matrix, run.summary_path)
     log = Path(run.out_root) / "train.log"
@@ -386,7 +384,7 @@ def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_reco
             if c["name"] == "started_after_fixes"
         )
         assert check["passed"] is (not late), check
-        assert (fix["name"] in check["detail"]) is late
+        assert (fix.name in check["detail"]) is late
 
 
 def test_bad_matrix_is_refused_with_the_key() -> None:

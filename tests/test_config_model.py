@@ -1,7 +1,7 @@
-"""The typed config (skilleval/config/model.py) and the JSON schema that checks a config
-file describe the same keys: neither can gain, drop or loosen a key alone. A shipped
-config becomes typed values and gives back the mapping it was written as, which is what
-params and identities hash."""
+"""The typed config (skilleval/config/model.py) and ablation matrix (config/matrix.py) and
+the JSON schemas that check their files describe the same keys: neither can gain, drop or
+loosen a key alone. A shipped file becomes typed values and gives back the mapping it was
+written as, which is what params and identities hash."""
 
 from __future__ import annotations
 
@@ -12,17 +12,19 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from skilleval.config.loading import merged_config
+from skilleval.config.loading import merged_config, read_mapping
+from skilleval.config.matrix import Matrix
 from skilleval.config.model import Config
 from skilleval.config.schema import load_schema
 from tests.conftest import REPO
 
 SCHEMA = load_schema("config")
+MATRIX_SCHEMA = load_schema("ablation")
 
 
-def resolved(node: dict[str, Any]) -> dict[str, Any]:
+def resolved(node: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     ref = node.get("$ref")
-    return SCHEMA["$defs"][ref.removeprefix("#/$defs/")] if ref else node
+    return schema["$defs"][ref.removeprefix("#/$defs/")] if ref else node
 
 
 def inner(annotation: Any) -> tuple[str, type[BaseModel]] | None:
@@ -40,9 +42,11 @@ def inner(annotation: Any) -> tuple[str, type[BaseModel]] | None:
     return None
 
 
-def mismatches(model: type[BaseModel], node: dict[str, Any], where: str) -> list[str]:
+def mismatches(
+    model: type[BaseModel], node: dict[str, Any], where: str, schema: dict[str, Any] = SCHEMA
+) -> list[str]:
     """Where ``model`` and the schema ``node`` differ: keys, required keys, and below."""
-    node = resolved(node)
+    node = resolved(node, schema)
     fields, properties = model.model_fields, node.get("properties", {})
     found = []
     if set(fields) != set(properties):
@@ -55,16 +59,17 @@ def mismatches(model: type[BaseModel], node: dict[str, Any], where: str) -> list
         if shape is None or name not in properties:
             continue
         kind, child = shape
-        below = resolved(properties[name])
+        below = resolved(properties[name], schema)
         below = {"list": below.get("items"), "map": below.get("additionalProperties")}.get(
             kind, below
         )
-        found += mismatches(child, below, f"{where}.{name}")
+        found += mismatches(child, below, f"{where}.{name}", schema)
     return found
 
 
 def test_the_models_and_the_schema_have_the_same_keys() -> None:
     assert mismatches(Config, SCHEMA, "config") == []
+    assert mismatches(Matrix, MATRIX_SCHEMA, "matrix", MATRIX_SCHEMA) == []
 
 
 def test_the_check_sees_a_key_the_schema_lacks() -> None:
@@ -95,3 +100,10 @@ def test_a_shipped_config_gives_back_the_mapping_it_was_written_as(
     typed = Config.model_validate(config)
     assert typed.settings() == config
     assert typed.statistics.n_resamples == config["statistics"]["n_resamples"]
+
+
+def test_the_seed_matrix_gives_back_the_mapping_it_was_written_as() -> None:
+    written = read_mapping(REPO / "config" / "ablation" / "matrix.yaml", "matrix", "m").data
+    typed = Matrix.model_validate(written)
+    assert typed.settings() == written
+    assert typed.trainer.kind == written["trainer"]["kind"]

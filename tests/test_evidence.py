@@ -29,7 +29,7 @@ from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import FILE_FIELDS, RunInputs, protocol_digest
 from skilleval.runs.resolve import resolve
 from skilleval.workflow.rule_inputs import AblationInputs
-from tests.conftest import REPO, plan_of, run_inputs
+from tests.conftest import REPO, plan_of, run_inputs, with_trainer
 
 MATRIX_FILE = REPO / "config" / "ablation" / "matrix.yaml"
 
@@ -263,8 +263,7 @@ def command_trainer(tmp_path: Path) -> tuple[AblationInputs, dict[str, Any]]:
     """The seed matrix on the command trainer, in a git checkout holding what two of its
     runs read: one searchqa run, one docvqa run."""
     root = tmp_path / "optimiser"
-    matrix = load_matrix(str(MATRIX_FILE))
-    matrix["trainer"].update(kind="command", root=str(root))
+    matrix = with_trainer(load_matrix(str(MATRIX_FILE)), kind="command", root=str(root))
     runs = {r.benchmark: r for r in plan(matrix) if r.benchmark in ("searchqa", "docvqa")}
     for run in runs.values():
         config = effective_config(run, matrix)
@@ -286,7 +285,7 @@ def test_the_command_trainers_checkout_config_and_splits_are_its_evidence(
     tmp_path: Path,
 ) -> None:
     inputs, runs = command_trainer(tmp_path)
-    root = Path(inputs.matrix["trainer"]["root"])
+    root = Path(inputs.matrix.trainer.root)
     before = {b: inputs.ablation_identity(w) for b, w in runs.items()}
     evidence_of = inputs.ablation_evidence(runs["searchqa"])
     assert len(evidence_of["trainer_checkout"]["commit"]) == 40
@@ -304,8 +303,7 @@ def test_the_command_trainers_checkout_config_and_splits_are_its_evidence(
 
 
 def test_a_trainer_root_that_is_no_checkout_is_refused_naming_the_key(tmp_path: Path) -> None:
-    matrix = load_matrix(str(MATRIX_FILE))
-    matrix["trainer"].update(kind="command", root=str(tmp_path))
+    matrix = with_trainer(load_matrix(str(MATRIX_FILE)), kind="command", root=str(tmp_path))
     with pytest.raises(ConfigError, match=r"trainer\.root") as raised:
         AblationInputs(matrix, str(MATRIX_FILE), {}, FileDigests(tmp_path / "d.json"))
     assert "git checkout" in str(raised.value) and str(MATRIX_FILE) in str(raised.value)

@@ -17,6 +17,7 @@ from typing import Any
 from skilleval.ablation.contract import TrainerContract
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
 from skilleval.ablation.trainer import batch_sizes, launch_files
+from skilleval.config.matrix import Matrix
 from skilleval.errors import SkillevalError
 from skilleval.records.ablation import AblationAudit, AblationSummary
 from skilleval.storage.records import Check, failed
@@ -99,7 +100,7 @@ class RunFiles:
         return mtime, f"the modification time of {self.config_path}"
 
 
-def parameter_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles) -> list[Check]:
+def parameter_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list[Check]:
     """Post-launch audit: the run's config differs from the default only where declared."""
     config = files.config
     default = benchmark_defaults(matrix, run.benchmark)
@@ -154,9 +155,7 @@ CONFIG_CHECK_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def batch_check(
-    run: PlannedRun, matrix: dict[str, Any], files: RunFiles, default: dict[str, Any]
-) -> Check:
+def batch_check(run: PlannedRun, matrix: Matrix, files: RunFiles, default: dict[str, Any]) -> Check:
     """The batches the trainer reports in its log head, against ceil(train / batch) and
     the seed's verified table; refused when the log does not say them."""
     config = files.config
@@ -174,7 +173,7 @@ def batch_check(
     train = int(train_found[0])
     reported = [int(x) for x in batches_found[0].replace(",", " ").split()]
     want = batch_sizes(train, int(config["train.batch_size"]), int(config["train.accumulation"]))
-    verified = matrix["benchmarks"][run.benchmark].get("verified_batches", {})
+    verified = matrix.benchmarks[run.benchmark].verified_batches
     table = (
         verified.get(int(config["train.batch_size"]))
         if config["env.split_dir"] == default["env.split_dir"]
@@ -190,21 +189,21 @@ def batch_check(
     )
 
 
-def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles) -> list[Check]:
+def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list[Check]:
     """The memo's invalid-run rules: token cap, real 429s, crashes, writers, early starts."""
-    rules, summary, config = matrix["invalid_rules"], files.summary, files.config
+    rules, summary, config = matrix.invalid_rules, files.summary, files.config
     reported = summary.get("empty_response_fraction")
     empty = float(reported) if reported is not None else None
-    rate = re.findall(rules["rate_limit_pattern"], files.log)
-    crash = re.findall(rules["crash_pattern"], files.log)
+    rate = re.findall(rules.rate_limit_pattern, files.log)
+    crash = re.findall(rules.crash_pattern, files.log)
     started, started_source = files.started()
     writers: dict[str, Any] = summary.get("provenance", {}).get("writers") or {}
     root = config.get(OUT_ROOT_KEY)
     same_root = root is not None and Path(str(root)).resolve() == Path(run.out_root).resolve()
     late = [
-        f["name"]
-        for f in rules["fixes"]
-        if run.benchmark in f["benchmarks"] and started < dt.datetime.fromisoformat(f["fixed_at"])
+        fix.name
+        for fix in rules.fixes
+        if run.benchmark in fix.benchmarks and started < dt.datetime.fromisoformat(fix.fixed_at)
     ]
     return [
         Check(
@@ -216,12 +215,12 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
         ),
         Check(
             "empty_responses",
-            empty is not None and empty <= rules["max_empty_response_fraction"],
+            empty is not None and empty <= rules.max_empty_response_fraction,
             "the trainer did not report its empty_response_fraction, so the token cap's "
             "effect cannot be checked"
             if empty is None
             else f"{empty:.1%} empty responses (cap {config.get('model.max_tokens')} tokens; "
-            f"limit {rules['max_empty_response_fraction']:.0%})",
+            f"limit {rules.max_empty_response_fraction:.0%})",
         ),
         Check(
             "no_rate_limit_errors",
@@ -248,7 +247,7 @@ def invalid_run_checks(run: PlannedRun, matrix: dict[str, Any], files: RunFiles)
     ]
 
 
-def audit_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dict[str, Any]:
+def audit_run(run: PlannedRun, matrix: Matrix, summary_path: str) -> dict[str, Any]:
     files = RunFiles.read(summary_path, TrainerContract.of(matrix))
     checks = parameter_checks(run, matrix, files)
     checks += invalid_run_checks(run, matrix, files)
@@ -269,5 +268,5 @@ def audit_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
     }
 
 
-def write_audit(run: PlannedRun, matrix: dict[str, Any], summary_path: str, output: str) -> None:
+def write_audit(run: PlannedRun, matrix: Matrix, summary_path: str, output: str) -> None:
     AblationAudit.create(**audit_run(run, matrix, summary_path)).write(output)

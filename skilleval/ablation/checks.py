@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from skilleval.ablation.plan import harness_overrides, plan
+from skilleval.config.matrix import Matrix
 from skilleval.errors import ConfigError
 
 HARNESS_FORMS = (
@@ -30,24 +31,22 @@ def _known(source: object, key: str, value: object, known: Mapping[str, Any], wh
         )
 
 
-def check_groups(matrix: Mapping[str, Any], source: object) -> None:
+def check_groups(matrix: Matrix, source: object) -> None:
     prefixes: dict[str, str] = {}
-    for group, spec in matrix["groups"].items():
-        if spec["prefix"] in prefixes:
+    for group, spec in matrix.groups.items():
+        if spec.prefix in prefixes:
             raise ConfigError(
                 source,
                 f"groups.{group}.prefix",
-                spec["prefix"],
-                f"already the prefix of groups.{prefixes[spec['prefix']]}: their run ids "
+                spec.prefix,
+                f"already the prefix of groups.{prefixes[spec.prefix]}: their run ids "
                 "would collide",
                 "give every group its own prefix",
             )
-        prefixes[spec["prefix"]] = group
+        prefixes[spec.prefix] = group
         seen: set[str] = set()
-        for i, bench in enumerate(spec["benchmarks"]):
-            _known(
-                source, f"groups.{group}.benchmarks.{i}", bench, matrix["benchmarks"], "benchmark"
-            )
+        for i, bench in enumerate(spec.benchmarks):
+            _known(source, f"groups.{group}.benchmarks.{i}", bench, matrix.benchmarks, "benchmark")
             if bench in seen:
                 raise ConfigError(
                     source,
@@ -59,18 +58,18 @@ def check_groups(matrix: Mapping[str, Any], source: object) -> None:
             seen.add(bench)
 
 
-def check_harness(matrix: Mapping[str, Any], source: object) -> None:
-    harness = matrix["harness"]
-    for label, spec in harness["benchmarks"].items():
+def check_harness(matrix: Matrix, source: object) -> None:
+    harness = matrix.harness
+    for label, spec in harness.benchmarks.items():
         key = f"harness.benchmarks.{label}.benchmark"
-        _known(source, key, spec["benchmark"], matrix["benchmarks"], "benchmark")
-    for step_name, step in harness["steps"].items():
+        _known(source, key, spec.benchmark, matrix.benchmarks, "benchmark")
+    for step_name, step in harness.steps.items():
         prefix = f"harness.steps.{step_name}"
-        _known(source, f"{prefix}.backend", step["backend"], harness["backends"], "backend")
-        if "mirror" in step:
-            mirrored = step["mirror"]
-            _known(source, f"{prefix}.mirror", mirrored, harness["steps"], "step")
-            if "settings" not in harness["steps"][mirrored]:
+        _known(source, f"{prefix}.backend", step.backend, harness.backends, "backend")
+        if step.mirror is not None:
+            mirrored = step.mirror
+            _known(source, f"{prefix}.mirror", mirrored, harness.steps, "step")
+            if harness.steps[mirrored].settings is None:
                 raise ConfigError(
                     source,
                     f"{prefix}.mirror",
@@ -79,12 +78,12 @@ def check_harness(matrix: Mapping[str, Any], source: object) -> None:
                     "mirror a step that lists settings",
                 )
             continue
-        if "settings" not in step:
+        if step.settings is None:
             raise ConfigError(
                 source, prefix, step_name, "has neither settings nor mirror", "add settings"
             )
-        for label, names in step["settings"].items():
-            _known(source, f"{prefix}.settings.{label}", label, harness["benchmarks"], "benchmark")
+        for label, names in step.settings.items():
+            _known(source, f"{prefix}.settings.{label}", label, harness.benchmarks, "benchmark")
             for i, setting in enumerate(names):
                 try:
                     harness_overrides(setting, 1)
@@ -98,22 +97,22 @@ def check_harness(matrix: Mapping[str, Any], source: object) -> None:
                     ) from None
 
 
-def check_matrix(matrix: Mapping[str, Any], source: object) -> None:
+def check_matrix(matrix: Matrix, source: object) -> None:
     check_groups(matrix, source)
     check_harness(matrix, source)
     check_contract(matrix, source)
     try:
-        plan(dict(matrix))
+        plan(matrix)
     except ValueError as error:
         raise ConfigError(
             source, "groups", str(error), "two entries plan the same run", "rename one of them"
         ) from None
 
 
-def check_contract(matrix: Mapping[str, Any], source: object) -> None:
+def check_contract(matrix: Matrix, source: object) -> None:
     """Each declared log line is a regular expression with the value in a group."""
-    lines = (matrix["trainer"].get("contract") or {}).get("log_lines", {})
-    for name, pattern in lines.items():
+    lines = matrix.trainer.contract.log_lines
+    for name, pattern in (lines.settings() if lines else {}).items():
         key = f"trainer.contract.log_lines.{name}"
         try:
             groups = re.compile(pattern).groups

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from skilleval.config.matrix import Matrix
+
 # The seed trainer's log head (memo 003 §0): model, split, reasoning effort, train size,
 # batch sizes, as plain key=value lines. Not train.train_size=0 of a config dump: that is
 # the setting (0: infer), not the size.
@@ -42,9 +44,9 @@ class TrainerContract:
     log_lines: Mapping[str, str] = field(default_factory=lambda: dict(SEED_LOG_LINES))
 
     @classmethod
-    def of(cls, matrix: Mapping[str, Any]) -> TrainerContract:
+    def of(cls, matrix: Matrix) -> TrainerContract:
         """The matrix's trainer contract: its ``trainer.contract`` over the defaults."""
-        declared = dict(matrix["trainer"].get("contract") or {})
+        declared = matrix.trainer.contract.settings()
         known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {k: v for k, v in declared.items() if k in known}
         if "log_files" in values:

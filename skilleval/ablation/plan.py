@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skilleval import paths
+from skilleval.config.matrix import Matrix, Overrides
 from skilleval.storage.hashing import canonical_hash
 
 SECTIONS = ("prior", "3.1", "3.2", "3.4", "3.5", "harness-1", "harness-2", "harness-3")
@@ -69,19 +70,19 @@ def run_files(runs: list[PlannedRun]) -> dict[str, tuple[str, str]]:
     return {run.run_id: (run.summary_path, audit_path(run)) for run in runs}
 
 
-def benchmark_defaults(matrix: dict[str, Any], bench: str) -> dict[str, Any]:
+def benchmark_defaults(matrix: Matrix, bench: str) -> dict[str, Any]:
     """The default setting as it applies to one benchmark (its config, split, token cap)."""
-    spec = matrix["benchmarks"][bench]
+    spec = matrix.benchmarks[bench]
     return {
-        **matrix["default"],
-        "env.config": spec["config"],
-        "env.split_dir": spec["split_dir"],
-        "model.max_tokens": spec["max_tokens"],
+        **matrix.default,
+        "env.config": spec.config,
+        "env.split_dir": spec.split_dir,
+        "model.max_tokens": spec.max_tokens,
     }
 
 
-def resolve(overrides: dict[str, Any], matrix: dict[str, Any], bench: str) -> dict[str, Any]:
-    train = matrix["benchmarks"][bench]["sizes"]["train"]
+def resolve(overrides: Overrides, matrix: Matrix, bench: str) -> dict[str, Any]:
+    train = matrix.benchmarks[bench].sizes.train
     resolved = {}
     for key, value in overrides.items():
         if value == "full" and key == "train.batch_size":
@@ -97,37 +98,39 @@ def default_run_id(bench: str) -> str:
 
 
 def group_rows(
-    matrix: dict[str, Any], planned: Iterable[str], group: str, bench: str
+    matrix: Matrix, planned: Iterable[str], group: str, bench: str
 ) -> list[tuple[str, str, bool]]:
     """(value, run id, reused default) of every point of one group on one benchmark.
 
     A value whose run is not planned is the default setting: its row reuses the
     benchmark's default run.
     """
-    spec, ids = matrix["groups"][group], set(planned)
+    spec, ids = matrix.groups[group], set(planned)
     rows = []
-    for value in spec["values"]:
-        run_id = f"{spec['prefix']}-{bench}-{value}"
+    for value in spec.values:
+        run_id = f"{spec.prefix}-{bench}-{value}"
         reused = run_id not in ids
         rows.append((str(value), default_run_id(bench) if reused else run_id, reused))
     return rows
 
 
-def ablation_runs(matrix: dict[str, Any]) -> list[PlannedRun]:
+def ablation_runs(matrix: Matrix) -> list[PlannedRun]:
     runs: list[PlannedRun] = []
-    for bench, spec in matrix["benchmarks"].items():
-        if spec["prior_default"]:
+    for bench, spec in matrix.benchmarks.items():
+        if spec.prior_default:
             runs.append(PlannedRun(default_run_id(bench), "prior", bench, "default", "5.5", {}))
-    for group, spec in matrix["groups"].items():
-        for bench in spec["benchmarks"]:
+    for group, group_spec in matrix.groups.items():
+        for bench in group_spec.benchmarks:
             base = benchmark_defaults(matrix, bench)
-            for value, overrides in spec["values"].items():
-                combined = resolve({**spec.get("fixed", {}), **overrides}, matrix, bench)
+            for value, overrides in group_spec.values.items():
+                combined = resolve({**group_spec.fixed, **overrides}, matrix, bench)
                 declared = {k: v for k, v in combined.items() if base.get(k) != v}
                 if group != "default" and not declared:
                     continue  # equals the default setting: the default run is reused
-                run_id = f"{spec['prefix']}-{bench}-{value}"
-                runs.append(PlannedRun(run_id, spec["section"], bench, group, value, combined))
+                run_id = f"{group_spec.prefix}-{bench}-{value}"
+                runs.append(
+                    PlannedRun(run_id, group_spec.section, bench, group, str(value), combined)
+                )
     return runs
 
 
@@ -169,39 +172,37 @@ def harness_overrides(setting: str, full_batch: int) -> dict[str, Any]:
     return {"optimizer.longitudinal_pair_policy": value}
 
 
-def harness_runs(matrix: dict[str, Any]) -> list[PlannedRun]:
-    harness = matrix["harness"]
+def harness_runs(matrix: Matrix) -> list[PlannedRun]:
+    harness = matrix.harness
     runs = []
-    for section, step in harness["steps"].items():
-        settings = (
-            harness["steps"][step["mirror"]]["settings"] if "mirror" in step else step["settings"]
-        )
-        backend = step["backend"]
-        for short, names in settings.items():
-            bench_spec = harness["benchmarks"][short]
+    for section, step in harness.steps.items():
+        settings = harness.steps[step.mirror].settings if step.mirror else step.settings
+        backend = step.backend
+        for short, names in (settings or {}).items():
+            bench_spec = harness.benchmarks[short]
             for setting in names:
                 overrides = {
-                    **harness["fixed"],
-                    "model.student_backend": harness["backends"][backend],
-                    **bench_spec["env"],
-                    "env.skill_init": bench_spec["skill_init"],
-                    "env.split_dir": bench_spec["split_dir"],
+                    **harness.fixed,
+                    "model.student_backend": harness.backends[backend],
+                    **bench_spec.env,
+                    "env.skill_init": bench_spec.skill_init,
+                    "env.split_dir": bench_spec.split_dir,
                 }
-                declared = harness_overrides(setting, bench_spec["full_batch"])
+                declared = harness_overrides(setting, bench_spec.full_batch)
                 overrides.update(declared)
-                run_id = f"HARNESS-{backend}-{short}-{setting}{bench_spec['suffix']}"
+                run_id = f"HARNESS-{backend}-{short}-{setting}{bench_spec.suffix}"
                 runs.append(
                     PlannedRun(
                         run_id,
                         section,
-                        bench_spec["benchmark"],
+                        bench_spec.benchmark,
                         "harness",
                         setting,
                         overrides,
                         {
                             "backend": backend,
                             "benchmark_label": short,
-                            "skill_init": bench_spec["skill_init"],
+                            "skill_init": bench_spec.skill_init,
                             "setting": declared,
                         },
                     )
@@ -209,7 +210,7 @@ def harness_runs(matrix: dict[str, Any]) -> list[PlannedRun]:
     return runs
 
 
-def plan(matrix: dict[str, Any]) -> list[PlannedRun]:
+def plan(matrix: Matrix) -> list[PlannedRun]:
     runs = ablation_runs(matrix) + harness_runs(matrix)
     seen: dict[str, PlannedRun] = {}
     for run in runs:
@@ -219,7 +220,7 @@ def plan(matrix: dict[str, Any]) -> list[PlannedRun]:
     return runs
 
 
-def effective_config(run: PlannedRun, matrix: dict[str, Any]) -> dict[str, Any]:
+def effective_config(run: PlannedRun, matrix: Matrix) -> dict[str, Any]:
     return {
         **benchmark_defaults(matrix, run.benchmark),
         **run.overrides,
@@ -227,11 +228,11 @@ def effective_config(run: PlannedRun, matrix: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def plan_fingerprint(run: PlannedRun, matrix: dict[str, Any]) -> str:
+def plan_fingerprint(run: PlannedRun, matrix: Matrix) -> str:
     return canonical_hash(
         {
             "config": effective_config(run, matrix),
-            "trainer": matrix["trainer"]["kind"],
-            "sizes": matrix["benchmarks"][run.benchmark]["sizes"],
+            "trainer": matrix.trainer.kind,
+            "sizes": matrix.benchmarks[run.benchmark].sizes.settings(),
         }
     )[:16]

@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from skilleval.ablation.audit import write_audit
 from skilleval.ablation.matrix import load_matrix
 from skilleval.ablation.plan import PlannedRun, audit_path, plan
 from skilleval.ablation.trainer import build_run
+from skilleval.config.matrix import Matrix
 from skilleval.errors import SkillevalError
 from skilleval.storage.kept import KeptOutputs
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 def build_and_audit(
     run: PlannedRun,
-    matrix: dict[str, Any],
+    matrix: Matrix,
     summary_path: str,
     audit_path: str,
     identity: str | None = None,
@@ -48,7 +48,7 @@ def build_and_audit(
             kept.folder,
         )
         return
-    log.info("ablation run %s: training with the %s trainer", run.run_id, matrix["trainer"]["kind"])
+    log.info("ablation run %s: training with the %s trainer", run.run_id, matrix.trainer.kind)
     build_run(run, matrix, summary_path)
     write_audit(run, matrix, summary_path, audit_path)
     if kept is not None:

@@ -8,10 +8,11 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from skilleval.ablation.plan import PlannedRun, audit_path, plan, plan_fingerprint
+from skilleval.config.matrix import Matrix
 from skilleval.records.ablation import AblationAudit, AblationSummary
 
 
-def run_status(run: PlannedRun, matrix: dict[str, Any], root: Path) -> str:
+def run_status(run: PlannedRun, matrix: Matrix, root: Path) -> str:
     summary = root / run.summary_path
     audit = root / audit_path(run)
     if summary.exists():
@@ -32,7 +33,7 @@ def run_status(run: PlannedRun, matrix: dict[str, Any], root: Path) -> str:
     return "pending"
 
 
-def plan_table(matrix: dict[str, Any], root: Path) -> list[dict[str, Any]]:
+def plan_table(matrix: Matrix, root: Path) -> list[dict[str, Any]]:
     return [{**run.as_json(), "status": run_status(run, matrix, root)} for run in plan(matrix)]
 
 

@@ -26,6 +26,7 @@ from filelock import FileLock, Timeout
 from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
 from skilleval.ablation.plan import PlannedRun, effective_config, plan_fingerprint
 from skilleval.ablation.ratios import RATIOS, ratio_sizes
+from skilleval.config.matrix import Benchmark, Matrix
 from skilleval.errors import RunLockedError, SkillevalError
 from skilleval.records.ablation import AblationSummary
 from skilleval.records.provenance import provenance
@@ -57,15 +58,15 @@ def batch_sizes(train_size: int, batch_size: int, accumulation: int) -> list[int
     return [min(per_step, train_size - i * per_step) for i in range(steps)]
 
 
-def train_size_of(config: dict[str, Any], bench: dict[str, Any]) -> int:
+def train_size_of(config: dict[str, Any], bench: Benchmark) -> int:
     """Train size of the split the config points to (ratio splits by the seed's rule)."""
     split = str(config["env.split_dir"])
     for ratio in RATIOS:
         if f"/{ratio}_" in split:
-            if bench["pool"] is None:
-                return int(bench["ratio_train"][ratio])
-            return ratio_sizes(bench["pool"], ratio)["train"]
-    return int(bench["sizes"]["train"])
+            if bench.pool is None:
+                return (bench.ratio_train or {})[ratio]
+            return ratio_sizes(bench.pool, ratio)["train"]
+    return bench.sizes.train
 
 
 def sim_outcome(
@@ -136,18 +137,18 @@ def write_trainer_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def run_sim(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str, Any]:
+def run_sim(run: PlannedRun, matrix: Matrix, out_root: Path) -> dict[str, Any]:
     config = effective_config(run, matrix)
-    planted = matrix["trainer"]["plant"].get(run.run_id)
+    planted = matrix.trainer.plant.get(run.run_id)
     if planted == "empty_responses":
         config["model.max_tokens"] = 768
     if planted == "wrong_skill":
         config["env.skill_init"] = f"outputs/{run.run_id}/best_skill.md"
     if planted == "undeclared_override":
         config["optimizer.use_meta_reflect"] = True
-    sizes = matrix["benchmarks"][run.benchmark]["sizes"]
-    train_size = train_size_of(config, matrix["benchmarks"][run.benchmark])
-    outcome = sim_outcome(run, config, train_size, matrix["trainer"]["seed"])
+    sizes = matrix.benchmarks[run.benchmark].sizes
+    train_size = train_size_of(config, matrix.benchmarks[run.benchmark])
+    outcome = sim_outcome(run, config, train_size, matrix.trainer.seed)
     if planted == "empty_responses":
         outcome["empty_response_fraction"] = max(outcome["empty_response_fraction"], 0.9)
     started = dt.datetime.now(dt.UTC)
@@ -165,7 +166,7 @@ def run_sim(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str
         f"[model] teacher={config.get('model.teacher')} student={config.get('model.student')} "
         f"reasoning_effort={config.get('model.reasoning_effort')}",
         f"[split] mode={config.get('env.split_mode')} dir={config.get('env.split_dir')}",
-        f"[data] train={train_size} val={sizes['val']} test={sizes['test']}",
+        f"[data] train={train_size} val={sizes.val} test={sizes.test}",
         f"[batch] steps_per_epoch={len(sizes_epoch)} batch_sizes={sizes_epoch}",
     ]
     lines += [f"[config] {k}={v}" for k, v in sorted(config.items())]
@@ -198,11 +199,11 @@ def run_sim(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str
     }
 
 
-def trainer_command(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> list[str]:
+def trainer_command(run: PlannedRun, matrix: Matrix, out_root: Path) -> list[str]:
     """The seed's launch line: python scripts/train.py --config CFG key=value ... out_root."""
-    trainer = matrix["trainer"]
-    bench = matrix["benchmarks"][run.benchmark]
-    args = [trainer["python"], trainer["script"], "--config", bench["config"]]
+    trainer = matrix.trainer
+    bench = matrix.benchmarks[run.benchmark]
+    args = [trainer.python, trainer.script, "--config", bench.config]
     for key, value in run.overrides.items():
         text = json.dumps(value) if isinstance(value, bool) else str(value)
         args.append(f"{key}={text.lower() if isinstance(value, bool) else text}")
@@ -216,14 +217,14 @@ def launch_files(out_root: Path) -> tuple[Path, Path]:
     return out_root.parent / f"{out_root.name}.command.sh", out_root.parent / f"{out_root.name}.out"
 
 
-def run_command(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict[str, Any]:
+def run_command(run: PlannedRun, matrix: Matrix, out_root: Path) -> dict[str, Any]:
     command = trainer_command(run, matrix, out_root)
     command_file, output_file = launch_files(out_root)
     atomic.write_text(command_file, shlex.join(command) + "\n")
     started = dt.datetime.now(dt.UTC)
     with open(output_file, "w") as output:
         done = subprocess.run(
-            command, cwd=matrix["trainer"]["root"], stdout=output, stderr=subprocess.STDOUT
+            command, cwd=matrix.trainer.root, stdout=output, stderr=subprocess.STDOUT
         )
     if done.returncode != 0:
         raise SkillevalError(
@@ -259,7 +260,7 @@ def run_command(run: PlannedRun, matrix: dict[str, Any], out_root: Path) -> dict
     return result
 
 
-def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dict[str, Any]:
+def build_run(run: PlannedRun, matrix: Matrix, summary_path: str) -> dict[str, Any]:
     out_root = Path(summary_path).parent
     out_root.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(out_root.parent / Path(run.lock_path).name))
@@ -271,7 +272,7 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
             "out_root (a second writer voids the run)"
         ) from None
     try:
-        kind = matrix["trainer"]["kind"]
+        kind = matrix.trainer.kind
         writers = out_root_writers(out_root)
         result = (
             run_sim(run, matrix, out_root) if kind == "sim" else run_command(run, matrix, out_root)
@@ -288,7 +289,7 @@ def build_run(run: PlannedRun, matrix: dict[str, Any], summary_path: str) -> dic
             "trainer": kind,
             "simulated": {"simulated": True, "by": "the sim trainer"}
             if kind == "sim"
-            else {"simulated": False, "by": f"the trainer command {matrix['trainer']['script']}"},
+            else {"simulated": False, "by": f"the trainer command {matrix.trainer.script}"},
             "single_writer": writers["single_writer"],
             "plan_fingerprint": plan_fingerprint(run, matrix),
             # What the job saw of other writers (hosts, pids): provenance, like its timing.

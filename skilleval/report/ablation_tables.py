@@ -14,6 +14,7 @@ import pandas as pd
 
 from skilleval.ablation.matrix import load_matrix
 from skilleval.ablation.plan import PlannedRun, group_rows, plan, run_files
+from skilleval.config.matrix import Group, Matrix
 from skilleval.records.ablation import AblationAudit, AblationSummary
 from skilleval.report.latex import environment, latex_escape, signed
 from skilleval.report.notice import caption_of, notice_of
@@ -35,15 +36,15 @@ def result_row(run_id: str, summary: str, audit: str) -> dict[str, Any]:
 
 def ablation_rows(
     bench: str,
-    matrix: dict[str, Any],
+    matrix: Matrix,
     planned: Mapping[str, PlannedRun],
     files: Mapping[str, tuple[str, str]],
     groups: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """One row per point of each group (all of the benchmark's groups by default)."""
     rows = []
-    for group, spec in matrix["groups"].items():
-        if bench not in spec["benchmarks"] or (groups is not None and group not in groups):
+    for group, spec in matrix.groups.items():
+        if bench not in spec.benchmarks or (groups is not None and group not in groups):
             continue
         for value, source, reused in group_rows(matrix, planned, group, bench):
             rows.append(
@@ -93,7 +94,7 @@ def render(
 
 def planned_runs(
     matrix_path: str,
-) -> tuple[dict[str, Any], dict[str, PlannedRun], dict[str, tuple[str, str]]]:
+) -> tuple[Matrix, dict[str, PlannedRun], dict[str, tuple[str, str]]]:
     matrix = load_matrix(matrix_path)
     runs = plan(matrix)
     return matrix, {r.run_id: r for r in runs}, run_files(runs)
@@ -156,7 +157,7 @@ def harness_cell(row: dict[str, Any], backend: str) -> str:
 
 def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
     matrix, planned, files = planned_runs(matrix_path)
-    order = list(matrix["benchmarks"])
+    order = list(matrix.benchmarks)
     by_setting: dict[tuple[str, str], dict[str, Any]] = {}
     # One block per benchmark (the matrix's order, as in every other table and figure).
     harness_runs = sorted(
@@ -211,12 +212,12 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
     )
 
 
-def benchmark_colours(matrix: dict[str, Any]) -> dict[str, Any]:
+def benchmark_colours(matrix: Matrix) -> dict[str, Any]:
     """One colour per benchmark, the same in every figure (the matrix's order)."""
     import matplotlib
 
     palette = matplotlib.colormaps["tab10"]
-    return {bench: palette(i % palette.N) for i, bench in enumerate(matrix["benchmarks"])}
+    return {bench: palette(i % palette.N) for i, bench in enumerate(matrix.benchmarks)}
 
 
 PANEL_INCHES = (1.6, 1.6)  # a quarter of the paper's 6.5 in text width: 7 pt text on the page
@@ -235,7 +236,7 @@ def ablation_figures(
 
 def group_figure(
     group: str,
-    matrix: dict[str, Any],
+    matrix: Matrix,
     planned: dict[str, PlannedRun],
     files: dict[str, tuple[str, str]],
     out_pdf: str,
@@ -249,12 +250,12 @@ def group_figure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    spec = matrix["groups"][group]
-    values = list(spec["values"])
+    spec = matrix.groups[group]
+    values = [str(value) for value in spec.values]
     colours = benchmark_colours(matrix)
     with plt.rc_context(PANEL_FONTS):
         fig, ax = plt.subplots(figsize=PANEL_INCHES, layout="constrained")
-        for bench in spec["benchmarks"]:
+        for bench in spec.benchmarks:
             frame = ablation_rows(bench, matrix, planned, files, groups=[group])
             ys = [frame.loc[frame["value"] == v, "best_test_score"].iloc[0] for v in values]
             ax.plot(range(len(values)), ys, marker="o", ms=3, color=colours[bench], label=bench)
@@ -270,26 +271,26 @@ def group_figure(
             ha="right" if crowded else "center",
             rotation_mode="anchor",
         )
-        ax.set_title(f"{group}\n({spec['prefix']}, §{spec['section']})")
+        ax.set_title(f"{group}\n({spec.prefix}, §{spec.section})")
         ax.set_xlabel(axis_label(spec))
         ax.set_ylabel("best test score")
         save_pdf(fig, out_pdf)
-        fig.set_size_inches(PANEL_INCHES[0], PANEL_INCHES[1] + 0.15 * len(spec["benchmarks"]))
+        fig.set_size_inches(PANEL_INCHES[0], PANEL_INCHES[1] + 0.15 * len(spec.benchmarks))
         fig.legend(loc="outside lower center", ncol=1, frameon=False)
         fig.savefig(out_png, dpi=200)
         plt.close(fig)
 
 
-def axis_label(spec: Mapping[str, Any]) -> str:
+def axis_label(spec: Group) -> str:
     """A group panel's x-axis: its declared ``axis``, else the keys its values vary."""
-    if spec.get("axis"):
-        return str(spec["axis"])
-    varied = sorted({key for overrides in spec["values"].values() for key in overrides})
+    if spec.axis:
+        return spec.axis
+    varied = sorted({key for overrides in spec.values.values() for key in overrides})
     # Wrapped to the panel's width at 7 pt.
     return textwrap.fill(", ".join(varied) or "value", width=28)
 
 
-def benchmark_legend(matrix: dict[str, Any], out_pdf: str) -> None:
+def benchmark_legend(matrix: Matrix, out_pdf: str) -> None:
     """The ablation figure's one legend: every benchmark in its shared colour, in a strip as
     wide as the text."""
     import matplotlib

@@ -16,6 +16,7 @@ from skilleval.ablation.matrix import load_matrix
 from skilleval.config.checks import validate_config
 from skilleval.config.input_files import check_input_files
 from skilleval.config.loading import ConfigSources
+from skilleval.config.matrix import Matrix
 from skilleval.config.model import Config
 from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
@@ -34,7 +35,7 @@ class CheckedInputs:
     config: Config
     sources: SourceFiles
     world_design: WorldDesign
-    matrix: dict[str, Any]
+    matrix: Matrix
     code_cache: SourceCache
     ablation_inputs: AblationInputs
 

@@ -21,6 +21,7 @@ from skilleval.ablation.plan import (
 from skilleval.ablation.plan import plan as plan_matrix
 from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
 from skilleval.config.execution import Execution
+from skilleval.config.matrix import Matrix
 from skilleval.errors import ConfigError, SkillevalError
 from skilleval.provenance.digests import FileDigests, checkout_identity
 from skilleval.provenance.identity import trainer_run_identity
@@ -217,7 +218,7 @@ class AblationInputs:
 
     def __init__(
         self,
-        matrix: dict[str, Any],
+        matrix: Matrix,
         matrix_file: str,
         code: Mapping[str, str],
         file_digests: FileDigests,
@@ -227,14 +228,14 @@ class AblationInputs:
         self.code = dict(code)
         self.file_digests = file_digests
         self.ablation_runs: dict[str, PlannedRun] = {run.run_id: run for run in plan_matrix(matrix)}
-        trainer = matrix["trainer"]
+        trainer = matrix.trainer
         self.checkout: dict[str, str] | None = None
-        if trainer["kind"] == "command":
+        if trainer.kind == "command":
             # Read once per parse: one git call for the 216 runs.
             self.checkout = self._identified(
                 "trainer.root",
-                trainer["root"],
-                lambda: checkout_identity(Path(trainer["root"])),
+                trainer.root,
+                lambda: checkout_identity(Path(trainer.root)),
                 "point trainer.root at the git checkout of the trainer (its code is "
                 "identified by its commit and uncommitted changes)",
             )
@@ -242,13 +243,13 @@ class AblationInputs:
     @property
     def split_pools(self) -> dict[str, int]:
         """Benchmark -> its candidate pool, for the benchmarks split by ratio (a pool)."""
-        return {b: int(s["pool"]) for b, s in self.matrix["benchmarks"].items() if s["pool"]}
+        return {b: s.pool for b, s in self.matrix.benchmarks.items() if s.pool}
 
     @property
     def in_one_job(self) -> bool:
         """The sim trainer takes milliseconds per run: its runs are one job, where a process
         per run would spend nearly all its time starting Python and importing."""
-        return bool(self.matrix["trainer"]["kind"] == "sim")
+        return self.matrix.trainer.kind == "sim"
 
     @property
     def benchmarks(self) -> list[str]:
@@ -283,7 +284,7 @@ class AblationInputs:
         evidence: dict[str, Any] = {"plan": plan_fingerprint(run, self.matrix)}
         if self.checkout is None:
             return evidence
-        root = Path(self.matrix["trainer"]["root"])
+        root = Path(self.matrix.trainer.root)
         config = effective_config(run, self.matrix)
         where = f"the effective config of run {run.run_id}: "
         return {
@@ -317,7 +318,7 @@ class AblationInputs:
         return trainer_run_identity(self.code, self.evidence_of(run_id)).digest
 
     def memory_heavy(self, wildcards: Wildcards) -> int:
-        return int(self.matrix["benchmarks"][wildcards.bench]["memory_heavy"])
+        return int(self.matrix.benchmarks[wildcards.bench].memory_heavy)
 
     def _ablation_files(self, benchmarks: set[str], harness: bool) -> list[str]:
         return [
@@ -334,7 +335,7 @@ class AblationInputs:
         """The runs of the groups' points only, each once."""
         files: dict[str, None] = {}
         for group in groups:
-            for bench in self.matrix["groups"][group]["benchmarks"]:
+            for bench in self.matrix.groups[group].benchmarks:
                 for _, run_id, _ in group_rows(self.matrix, self.ablation_runs, group, bench):
                     run = self.ablation_runs[run_id]
                     files.update(dict.fromkeys([run.summary_path, audit_path(run)]))
@@ -344,17 +345,17 @@ class AblationInputs:
         """(group, value, run id, reused default) rows: what the table shows, not the file."""
         return [
             (group, *row)
-            for group, spec in self.matrix["groups"].items()
-            if wildcards.bench in spec["benchmarks"]
+            for group, spec in self.matrix.groups.items()
+            if wildcards.bench in spec.benchmarks
             for row in group_rows(self.matrix, self.ablation_runs, group, wildcards.bench)
         ]
 
     def ablation_groups(self, groups: Sequence[str]) -> dict[str, Any]:
         """What the figures draw of each group (their params: a group's edit redraws them)."""
-        return {group: canonical(self.matrix["groups"][group]) for group in groups}
+        return {group: canonical(self.matrix.groups[group].settings()) for group in groups}
 
     def harness_layout(self, wildcards: Wildcards) -> dict[str, Any]:
-        return dict(canonical(self.matrix["harness"]))
+        return dict(canonical(self.matrix.harness.settings()))
 
     def harness_files(self, wildcards: Wildcards) -> list[str]:
-        return self._ablation_files(set(self.matrix["benchmarks"]), harness=True)
+        return self._ablation_files(set(self.matrix.benchmarks), harness=True)
