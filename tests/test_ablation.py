@@ -399,6 +399,20 @@ def test_bad_matrix_is_refused_with_the_key() -> None:
     assert info.value.key == "groups.lr.section" and info.value.value == "3.9"
 
 
+def test_a_key_the_schema_lets_through_but_the_model_refuses_is_named(tmp_path: Path) -> None:
+    # A batch size written as a word: JSON Schema cannot type a mapping's keys.
+    seed = Path("config/ablation/matrix.yaml").read_text()
+    old = "verified_batches: {8: [8, 8, 8, 8, 3],"
+    assert old in seed
+    (tmp_path / "matrix.yaml").write_text(
+        seed.replace(old, "verified_batches: {eight: [8, 8, 8, 8, 3],")
+    )
+    with pytest.raises(ConfigError) as info:
+        load_matrix(tmp_path / "matrix.yaml")
+    assert info.value.key == "benchmarks.livemathematicianbench.verified_batches.eight"
+    assert info.value.value == "eight" and "matrix.yaml, line " in info.value.file
+
+
 def test_token_counts_read_as_people_write_them() -> None:
     from skilleval.report.ablation_tables import human_count
 

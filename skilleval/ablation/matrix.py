@@ -9,7 +9,7 @@ from pathlib import Path
 from skilleval.ablation.checks import check_matrix
 from skilleval.config.loading import ConfigSources, read_mapping
 from skilleval.config.matrix import Matrix
-from skilleval.config.schema import validate_against_schema
+from skilleval.config.schema import as_typed, validate_against_schema
 
 
 def load_matrix(path: str | Path = "config/ablation/matrix.yaml") -> Matrix:
@@ -17,6 +17,6 @@ def load_matrix(path: str | Path = "config/ablation/matrix.yaml") -> Matrix:
     loaded = read_mapping(path, "ablation matrix", "ablation.matrix")
     source = ConfigSources([loaded])
     validate_against_schema(loaded.data, "ablation", source)
-    matrix = Matrix.model_validate(loaded.data)
+    matrix = as_typed(Matrix, loaded.data, source)
     check_matrix(matrix, source)
     return matrix

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from skilleval.config.model import Config
-from skilleval.config.schema import validate_against_schema
+from skilleval.config.schema import as_typed, validate_against_schema
 from skilleval.env.adapters import BUILT_IN, AdapterNotFound, find_adapter
 from skilleval.errors import ConfigError
 from skilleval.skills.bank import load_bank
@@ -348,4 +348,4 @@ def validate_config(config: Mapping[str, Any], source: object) -> Config:
     """The config checked against its schema and across fields, as typed values."""
     validate_against_schema(config, "config", source)
     check_cross_fields(config, source)
-    return Config.model_validate(config)
+    return as_typed(Config, config, source)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from skilleval.config.execution import Section
 from skilleval.config.model import Number, SplitSizes
@@ -88,7 +88,7 @@ class HarnessBenchmark(Section):
 class Step(BaseModel):
     """A harness step; no Section, whose settings() its ``settings`` key would hide."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = Section.model_config
     backend: str
     mirror: str | None = None
     settings: dict[str, list[str]] | None = None

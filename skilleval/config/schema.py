@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonschema
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from skilleval.errors import ConfigError, ConfigErrors
 from skilleval.storage.yamlfile import SafeLoader
@@ -124,3 +125,26 @@ def plain_rule(validator: str, value: Any) -> str:
     if validator == "enum":
         return "use one of: " + ", ".join(str(v) for v in value)
     return words.get(validator, f"follow the rule {validator} = {value!r}")
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def as_typed(model: type[Model], data: Mapping[str, Any], source: object) -> Model:
+    """``data``, which passed its schema, as ``model``'s typed values. A value the schema
+    cannot word but the model refuses (a mapping key of the wrong type) is a ConfigError
+    like a schema violation, never a traceback."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        found = [
+            ConfigError(
+                source,
+                _dotted(part for part in problem["loc"] if part != "[key]"),
+                problem["input"],
+                problem["msg"],
+                "write the value as docs/configuration.md describes",
+            )
+            for problem in error.errors()
+        ]
+        raise (found[0] if len(found) == 1 else ConfigErrors(found, MOST_REPORTED)) from None
