@@ -157,6 +157,39 @@ def test_a_stopped_job_is_one_line_and_the_build_ends_with_its_resume_command(
     ]
 
 
+# The same Ctrl-C when it reaches Snakemake's scheduler before any job fails: it cancels
+# the running jobs (snakemake/scheduling/job_scheduler.py), which then log no error.
+CANCELLED_BUILD = [
+    INTERRUPTED_BUILD[0],
+    record(
+        LogEvent.JOB_INFO,
+        " Rule: gate_masked_run, Jobid: 8",
+        jobid=8,
+        rule_name="gate_masked_run",
+        wildcards={"gate": "draft16", "masked": "masked-03"},
+    ),
+    progress_line(3, 9),
+    record(None, "Terminating processes on user request, this might take some time."),
+    record(None, "Complete log(s): .snakemake/log/x.snakemake.log"),
+    record(None, "Elapsed time: 0:00:17.015095"),
+    record(LogEvent.ERROR, "WorkflowError:\nAt least one job did not complete successfully."),
+]
+
+
+def test_jobs_the_scheduler_cancels_are_stopped_jobs_and_the_build_says_how_to_resume(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SKILLEVAL_BUILD_COMMAND", "snakemake -j 4 paper")
+    printed = through_snakemakes_queue(CANCELLED_BUILD).splitlines()
+    assert printed == [
+        "3 of 9 steps (33%) done; time left unknown",
+        "skilleval: stopped eval_run run=base-free",
+        "skilleval: stopped gate_masked_run gate=draft16 masked=masked-03",
+        "skilleval: build interrupted, 2 job(s) stopped; what finished is kept. "
+        "Resume with: snakemake -j 4 paper",
+    ]
+
+
 def test_an_interrupt_python_cannot_raise_is_dropped_and_other_errors_kept() -> None:
     seen: list[BaseException] = []
     hook = quiet_interrupts(lambda unraisable: seen.append(unraisable.exc_value))

@@ -58,12 +58,15 @@ INTERRUPTED_JOB = re.compile(r"died with <Signals\.SIG(INT|TERM): \d+>|exit stat
 AFTER_A_STOP = (
     "Removing output files of failed job",
     "Shutting down, this might take some time.",
-    "Terminating processes on user request",
     "Exiting because a job execution failed.",
     "Complete log(s):",
     "Elapsed time:",
     "Will exit after finishing currently running jobs",
 )
+# What Snakemake's scheduler says when the Ctrl-C reaches it before any job's failure
+# (snakemake/scheduling/job_scheduler.py): it cancels the running jobs, which then report
+# no error of their own.
+USER_STOP = "Terminating processes on user request"
 # Snakemake's last word on a build with a failed job (snakemake/api.py): after a stop, the
 # handler says instead how to resume.
 BUILD_FAILED = "At least one job did not complete successfully."
@@ -100,6 +103,17 @@ def unknown_target(target: str, rules: list[str]) -> str:
     )
 
 
+def explained(message: str) -> str | None:
+    """The project's one line for an error it words itself, or None for any other."""
+    refused = REFUSED.search(message)
+    if refused:
+        return f"skilleval: {refused[1].strip()}"
+    missing = NO_RULE.search(message)
+    if missing and "/" not in missing[1]:
+        return f"skilleval: {unknown_target(missing[1], rule_targets())}"
+    return None
+
+
 def planned_job(fields: dict[str, Any]) -> dict[str, Any]:
     """The parts of a JOB_INFO event that say what a job is and why it runs (the plan
     file's job lines; its one stats line holds the dry run's jobs by rule)."""
@@ -128,6 +142,7 @@ class BuildProgressHandler(LogHandlerBase):
         # A Ctrl-C: Snakemake reports each job it stopped as a failure with its whole
         # file lists; the build says instead one line per job and how to resume.
         self._stopping_job = False
+        self._user_stop = False
         self._interrupted: list[str] = []
         self._failed = False
 
@@ -164,7 +179,9 @@ class BuildProgressHandler(LogHandlerBase):
             event == LogEvent.JOB_STARTED or record.getMessage() == SELECTING
         ):
             return  # the scheduler's own beat: two lines a step, saying nothing per job
-        if event == LogEvent.ERROR and self._explained(record.getMessage()):
+        own_words = explained(record.getMessage()) if event == LogEvent.ERROR else None
+        if own_words:
+            self._say(own_words)
             return
         if not self.common_settings.dryrun and self._interrupt(event, record):
             return
@@ -210,18 +227,6 @@ class BuildProgressHandler(LogHandlerBase):
         self.time_left.job_finished(rule, now - started)
         self._last_finished = f"{label} took {now - started:.1f} s"
 
-    def _explained(self, message: str) -> bool:
-        """Whether ``message`` is an error the project words itself, in one line."""
-        refused = REFUSED.search(message)
-        if refused:
-            self._say(f"skilleval: {refused[1].strip()}")
-            return True
-        missing = NO_RULE.search(message)
-        if missing and "/" not in missing[1]:
-            self._say(f"skilleval: {unknown_target(missing[1], rule_targets())}")
-            return True
-        return False
-
     def _interrupt(self, event: Any, record: logging.LogRecord) -> bool:
         """Whether ``record`` belongs to a stop by Ctrl-C, which this handler reports in
         its own lines: one per stopped job, and at the end the command that resumes."""
@@ -237,20 +242,27 @@ class BuildProgressHandler(LogHandlerBase):
             fields: dict[str, Any] = record.__dict__
             started = self._jobs.pop(int(fields.get("jobid", -1)), None)
             label = started[1] if started else str(fields.get("rule_name", "a job"))
-            logs = fields.get("log") or []
-            self._interrupted.append(label)
-            where = f" (log: {', '.join(map(str, logs))})" if logs else ""
-            self._say(f"skilleval: stopped {label}{where}")
+            self._stopped(label, fields.get("log") or [])
             return True
-        if not (self._interrupted and not self._failed):
+        if USER_STOP in message and not self._failed:
+            self._user_stop = True
+            return True
+        if not ((self._interrupted or self._user_stop) and not self._failed):
             return False
         if BUILD_FAILED in message:
+            for cancelled in list(self._jobs):  # cancelled by the scheduler: no error of their own
+                self._stopped(self._jobs.pop(cancelled)[1], [])
             self._say(
                 f"skilleval: build interrupted, {len(self._interrupted)} job(s) stopped; "
                 f"what finished is kept. Resume with: {resume_command('paper')}"
             )
             return True
         return any(part in message for part in AFTER_A_STOP)
+
+    def _stopped(self, label: str, logs: list[Any]) -> None:
+        self._interrupted.append(label)
+        where = f" (log: {', '.join(map(str, logs))})" if logs else ""
+        self._say(f"skilleval: stopped {label}{where}")
 
     def _say(self, line: str) -> None:
         record = {"msg": line, "levelno": logging.INFO, "levelname": "INFO"}
