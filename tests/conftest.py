@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import re
@@ -34,6 +35,15 @@ from tests.engine_slurm import missing_engine as slurm_missing
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_PARTS = ("Snakefile", "rules", "scripts", "config", "envs", "profiles", "report", "paper")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The package compiled once, before any worker starts, as pip compiles an installed
+    one: where PYTHONDONTWRITEBYTECODE is set, each of the suite's processes (a build's
+    jobs, the command line) would compile it from source again. Workflow copies take
+    the compiled files with the sources (small_paper_sources)."""
+    if not hasattr(session.config, "workerinput"):
+        compileall.compile_dir(REPO / "skilleval", quiet=1)
 
 
 def load_default_config() -> dict[str, Any]:
@@ -280,9 +290,7 @@ def small_paper_sources(workdir: Path) -> Path:
     """The small paper's sources, unbuilt, in ``workdir`` (see small_paper)."""
     workdir.mkdir(parents=True, exist_ok=True)
     copy_workflow(workdir)
-    shutil.copytree(
-        REPO / "skilleval", workdir / "skilleval", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    shutil.copytree(REPO / "skilleval", workdir / "skilleval")
     shutil.copy(REPO / "tests" / "data" / "small.yaml", workdir / "config" / "small.yaml")
     seed = (workdir / "config" / "ablation" / "matrix.yaml").read_text()
     planted = seed.replace("  plant: {}", f"  plant: {json.dumps(PLANTED)}", 1)

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Validators are built on first use, not at import: most jobs only unpickle a section.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     def settings(self) -> dict[str, Any]:
         """The section as the mapping the servers' code reads (launcher, service)."""

@@ -103,7 +103,8 @@ class Record(BaseModel):
     file, so a record's JSON keeps exactly the keys its writer gave it.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Validators are built on first use, not at import: a job reads few of the kinds.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     kind: ClassVar[str]
     format_version: int
 
