@@ -144,19 +144,6 @@ def through_snakemakes_queue(records: list[logging.LogRecord], dryrun: bool = Fa
     return terminal.getvalue()
 
 
-def test_a_stopped_job_is_one_line_and_the_build_ends_with_its_resume_command(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("SKILLEVAL_BUILD_COMMAND", "snakemake -j 4 paper")
-    printed = through_snakemakes_queue(INTERRUPTED_BUILD).splitlines()
-    assert printed == [
-        "3 of 9 steps (33%) done; time left unknown",
-        "skilleval: stopped eval_run run=base-free (log: results/logs/runs/base-free.log)",
-        "skilleval: build interrupted, 1 job(s) stopped; what finished is kept. "
-        "Resume with: snakemake -j 4 paper",
-    ]
-
-
 # The same Ctrl-C when it reaches Snakemake's scheduler before any job fails: it cancels
 # the running jobs (snakemake/scheduling/job_scheduler.py), which then log no error.
 CANCELLED_BUILD = [
@@ -176,18 +163,37 @@ CANCELLED_BUILD = [
 ]
 
 
-def test_jobs_the_scheduler_cancels_are_stopped_jobs_and_the_build_says_how_to_resume(
-    monkeypatch: pytest.MonkeyPatch,
+RESUME = "Resume with: snakemake -j 4 paper"
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (
+            INTERRUPTED_BUILD,
+            [
+                "3 of 9 steps (33%) done; time left unknown",
+                "skilleval: stopped eval_run run=base-free (log: results/logs/runs/base-free.log)",
+                f"skilleval: build interrupted, 1 job(s) stopped; what finished is kept. {RESUME}",
+            ],
+        ),
+        (
+            CANCELLED_BUILD,
+            [
+                "3 of 9 steps (33%) done; time left unknown",
+                "skilleval: stopped eval_run run=base-free",
+                "skilleval: stopped gate_masked_run gate=draft16 masked=masked-03",
+                f"skilleval: build interrupted, 2 job(s) stopped; what finished is kept. {RESUME}",
+            ],
+        ),
+    ],
+    ids=["a-job-logs-its-error", "the-scheduler-cancels-the-jobs"],
+)
+def test_stopped_jobs_are_one_line_each_and_the_build_says_how_to_resume(
+    build: list[logging.LogRecord], expected: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SKILLEVAL_BUILD_COMMAND", "snakemake -j 4 paper")
-    printed = through_snakemakes_queue(CANCELLED_BUILD).splitlines()
-    assert printed == [
-        "3 of 9 steps (33%) done; time left unknown",
-        "skilleval: stopped eval_run run=base-free",
-        "skilleval: stopped gate_masked_run gate=draft16 masked=masked-03",
-        "skilleval: build interrupted, 2 job(s) stopped; what finished is kept. "
-        "Resume with: snakemake -j 4 paper",
-    ]
+    assert through_snakemakes_queue(build).splitlines() == expected
 
 
 def test_an_interrupt_python_cannot_raise_is_dropped_and_other_errors_kept() -> None:
