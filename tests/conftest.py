@@ -359,16 +359,23 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEn
     engine.stop()
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n logical``: one worker per core and one more. Many tests wait on real seconds
+    (outages, servers starting, the session's shared build under its lock); the extra
+    worker keeps the cores busy meanwhile."""
+    return (os.cpu_count() or 1) + 1
+
+
 # The longest test files, slowest first (pytest --durations, 2 cores): handed out first, so
 # that no worker starts one of them when the others are nearly done (pytest-xdist hands out
 # work in collection order with --no-loadscope-reorder). test_outages mostly waits (its
 # outages are real seconds), so it runs beside files that compute.
 LONGEST_FIRST = (
     "test_staleness_builds.py",
+    "test_readme.py",
     "test_staleness.py",
     "test_benchmarks.py",
     "test_outages.py",
-    "test_readme.py",
     "test_gpu_host.py",
     "test_workflow_e2e.py",
     "test_lab_adapter.py",
