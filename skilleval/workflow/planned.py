@@ -18,6 +18,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,6 +27,7 @@ from skilleval import paths
 from skilleval.ablation.matrix import load_matrix
 from skilleval.config.model import Config
 from skilleval.errors import SkillevalError
+from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.durations import last_wall_s
 from skilleval.provenance.evidence import model_run_code, trainer_run_code
@@ -147,7 +149,14 @@ class KeptResults:
     def __init__(self, config: Config, plan: WorkflowPlan, root: Path) -> None:
         self.config, self.plan, self.root = config, plan, root
         self.scripts = root.resolve() / "scripts"
+        # The digests the dry run's parse just kept: no module is parsed a second time.
+        self.code_cache = SourceCache(root / paths.CODE_CACHE)
         self._ablation: Any = None
+
+    @cached_property
+    def model_run_code(self) -> dict[str, str]:
+        """The code of every model run: one script, so computed once for all of them."""
+        return model_run_code(self.scripts, self.code_cache)
 
     def exists(self, job: PlannedJob) -> bool:
         """False when nothing is kept, or when the identity cannot be computed here (an
@@ -166,8 +175,7 @@ class KeptResults:
         return False
 
     def _run_kept(self, run: Any) -> bool:
-        code = model_run_code(self.scripts)
-        fingerprint = resolve(self.plan.run_inputs(run), code).fingerprint
+        fingerprint = resolve(self.plan.run_inputs(run), self.model_run_code).fingerprint
         return _kept(Path(paths.JOURNAL_ROOT), run.name, fingerprint)
 
     def _ablation_kept(self, run_id: str) -> bool:
@@ -176,7 +184,7 @@ class KeptResults:
             self._ablation = AblationInputs(
                 load_matrix(matrix_file),
                 matrix_file,
-                trainer_run_code(),
+                trainer_run_code(self.code_cache),
                 FileDigests(Path(paths.FILE_DIGESTS)),
             )
         identity = self._ablation.ablation_identity(SimpleNamespace(run_id=run_id))
