@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -359,11 +359,14 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEn
     engine.stop()
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n logical``: one worker per core and one more. Many tests wait on real seconds
-    (outages, servers starting, the session's shared build under its lock); the extra
-    worker keeps the cores busy meanwhile."""
-    return (os.cpu_count() or 1) + 1
+@pytest.hookimpl(wrapper=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
+    """``-n logical``: the cores pytest-xdist counts, and one worker more. Many tests wait
+    on real seconds (outages, servers starting, the session's shared build under its
+    lock); the extra worker keeps the cores busy meanwhile. A count the user gives in
+    PYTEST_XDIST_AUTO_NUM_WORKERS is taken as given."""
+    counted = yield
+    return counted if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else counted + 1
 
 
 # The longest test files, slowest first (pytest --durations, 2 cores): handed out first, so

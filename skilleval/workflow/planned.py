@@ -154,7 +154,7 @@ class KeptResults:
         self._ablation: Any = None
 
     @cached_property
-    def model_run_code(self) -> dict[str, str]:
+    def model_code(self) -> dict[str, str]:
         """The code of every model run: one script, so computed once for all of them."""
         return model_run_code(self.scripts, self.code_cache)
 
@@ -175,7 +175,7 @@ class KeptResults:
         return False
 
     def _run_kept(self, run: Any) -> bool:
-        fingerprint = resolve(self.plan.run_inputs(run), self.model_run_code).fingerprint
+        fingerprint = resolve(self.plan.run_inputs(run), self.model_code).fingerprint
         return _kept(Path(paths.JOURNAL_ROOT), run.name, fingerprint)
 
     def _ablation_kept(self, run_id: str) -> bool:
