@@ -105,7 +105,7 @@ def cmd_gpu_run(args: argparse.Namespace) -> int:
     protected = parse_devices(args.protected)
     with gpu_lease(args.gpus, allowed, args.lock_dir, args.timeout, protected=protected) as lease:
         record = {**lease.as_json(), "command": command, "pid": os.getpid()}
-        print(f"skilleval gpu-run: leased {record}", file=sys.stderr, flush=True)
+        sys.stderr.write(f"skilleval gpu-run: leased {record}\n")
         with visible_devices(lease):
             started = time.time()
             code = subprocess.call(command)
@@ -377,10 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         sys.stdout.flush()
     except SkillevalError as error:
-        print(f"skilleval {args.command}: {error}", file=sys.stderr)
+        sys.stderr.write(f"skilleval {args.command}: {error}\n")
         return 2
     except Interrupted as interrupt:
-        print(f"skilleval {args.command}: interrupted by {interrupt.signal_name}", file=sys.stderr)
+        sys.stderr.write(f"skilleval {args.command}: interrupted by {interrupt.signal_name}\n")
         return int(interrupt.code or 1)
     except BrokenPipeError:
         # The reader (head, less) closed the pipe: stop quietly, as Unix tools do, and keep

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 from skilleval.errors import SkillevalError
 
@@ -138,6 +138,39 @@ def _files(files: Any) -> str:
     return f"{len(names)} file(s)" + (": " + ", ".join(names) if names else "")
 
 
+class WholeLines:
+    """A text stream that passes each line on in one write. Python's stderr writes through,
+    so ``print`` and Snakemake's handler send a line's text and its newline as two writes,
+    and the jobs and Snakemake share that terminal: two lines could splice into one."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        whole, newline, self._partial = (self._partial + text).rpartition("\n")
+        if newline:
+            self._stream.write(whole + newline)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:
+            self._stream.write(self._partial)
+            self._partial = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+
+def to_terminal(line: str) -> None:
+    """``line`` on the process's own stderr (``sys.__stderr__``, which a job's log redirect
+    leaves as the build's terminal), in one write."""
+    if sys.__stderr__ is not None:
+        sys.__stderr__.write(f"skilleval: {line}\n")
+        sys.__stderr__.flush()
+
+
 @contextlib.contextmanager
 def logged(path: str, job: Any = None, level: int = logging.INFO) -> Iterator[logging.Logger]:
     """Send logging and stderr to ``path``; a SkillevalError ends the job with one clear line.
@@ -163,17 +196,14 @@ def logged(path: str, job: Any = None, level: int = logging.INFO) -> Iterator[lo
                 root.info("done: wrote %s", _files(f for f in job.output if Path(f).exists()))
         except SkillevalError as error:
             root.error("%s", error)
-            print(f"skilleval: {error} (log: {path})", file=sys.__stderr__)
+            to_terminal(f"{error} (log: {path})")
             raise SystemExit(1) from None
         except Interrupted as interrupt:
             root.warning(
                 "interrupted by %s; a re-run resumes from what is kept", interrupt.signal_name
             )
             if job is None:  # a build's logger plugin names each stopped job itself
-                print(
-                    f"skilleval: interrupted by {interrupt.signal_name} (log: {path})",
-                    file=sys.__stderr__,
-                )
+                to_terminal(f"interrupted by {interrupt.signal_name} (log: {path})")
             raise
         except BaseException:
             root.exception("job failed")

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 from snakemake_interface_logger_plugins.common import LogEvent
 
+from skilleval.logs import logged
 from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
 from skilleval.progress.handler import (
     RECORDED_RUNS,
@@ -23,6 +24,7 @@ from skilleval.progress.handler import (
     job_label,
     quiet_interrupts,
 )
+from skilleval.runs.runner import progress_to_terminal
 from tests.conftest import snakemake
 
 
@@ -120,10 +122,24 @@ INTERRUPTED_BUILD = [
 ]
 
 
-def through_snakemakes_queue(records: list[logging.LogRecord], dryrun: bool = False) -> str:
+class Terminal(io.StringIO):
+    """A terminal that keeps each write it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return super().write(text)
+
+
+def through_snakemakes_queue(
+    records: list[logging.LogRecord], dryrun: bool = False, terminal: io.StringIO | None = None
+) -> str:
     """What the handler prints for ``records`` when called as Snakemake calls a logger
     plugin: from a logging QueueListener's thread (snakemake/logging.py)."""
-    terminal = io.StringIO()
+    terminal = terminal or io.StringIO()
     settings = SimpleNamespace(nocolor=True, stdout=False, dryrun=dryrun)
     original, hook = sys.stderr, sys.unraisablehook
     sys.stderr = terminal
@@ -203,6 +219,23 @@ def test_an_interrupt_python_cannot_raise_is_dropped_and_other_errors_kept() -> 
     error = ValueError("a real defect")
     hook(SimpleNamespace(exc_value=error))
     assert seen == [error]
+
+
+def test_each_line_reaches_the_terminal_in_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The jobs print their progress to the build's terminal too. Python's stderr writes
+    through, so a line written as text, then newline, can take in another process's line
+    between the two: a step line went missing that way from a CI build."""
+    terminal = Terminal()
+    printed = through_snakemakes_queue(INTERRUPTED_BUILD, terminal=terminal)
+    assert len(terminal.writes) >= 3 and "".join(terminal.writes) == printed
+    assert all(write.endswith("\n") for write in terminal.writes), terminal.writes
+    job_terminal = Terminal()
+    monkeypatch.setattr(sys, "__stderr__", job_terminal)
+    with logged(str(tmp_path / "job.log")):
+        progress_to_terminal("[base-free] 3/48 tasks")
+    assert job_terminal.writes == ["skilleval: [base-free] 3/48 tasks\n"]
 
 
 def test_a_job_that_fails_on_its_own_keeps_snakemakes_report() -> None:

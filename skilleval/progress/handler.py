@@ -34,7 +34,7 @@ from snakemake_interface_logger_plugins.common import LogEvent
 
 from skilleval import paths
 from skilleval.config.typos import did_you_mean
-from skilleval.logs import resume_command, rule_targets
+from skilleval.logs import WholeLines, resume_command, rule_targets
 from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
 
 # What Snakemake's scheduler logs before each selection (snakemake/scheduling/
@@ -134,7 +134,7 @@ class BuildProgressHandler(LogHandlerBase):
             sys.unraisablehook = quiet_interrupts(sys.unraisablehook)
         self._snakemake = ColorizingTextHandler(
             nocolor=self.common_settings.nocolor,
-            stream=sys.stdout if self.common_settings.stdout else sys.stderr,
+            stream=WholeLines(sys.stdout if self.common_settings.stdout else sys.stderr),
         )
         self._jobs: dict[int, tuple[str, str, float]] = {}  # jobid -> (rule, label, started)
         self._last_finished: str | None = None

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from skilleval.env.rollout import EpisodeResult
 from skilleval.errors import CoverageError, InfrastructureError, OutageError, ServerRefusal
+from skilleval.logs import to_terminal
 from skilleval.runs.journal import Journal, RecordKey
 from skilleval.serving.outage import RetryLedger, backoff_s
 
@@ -165,7 +166,7 @@ def run_episodes(
     )
     stats.ledger = ledger or stats.ledger
     log.info(stats.line(run_name))
-    to_terminal(stats.line(run_name))
+    progress_to_terminal(stats.line(run_name))
     last_terminal = time.monotonic()
     schedule = _Schedule(pending, retry, stats)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"ep-{run_name}")
@@ -179,7 +180,7 @@ def run_episodes(
                 log.info(stats.line(run_name))
                 last_report = time.monotonic()
             if time.monotonic() - last_terminal >= TERMINAL_EVERY_S:
-                to_terminal(stats.line(run_name))
+                progress_to_terminal(stats.line(run_name))
                 last_terminal = time.monotonic()
     except (OutageError, ServerRefusal) as stop:
         finished = stats.reused + stats.done
@@ -191,15 +192,15 @@ def run_episodes(
         stats.ledger.stop.set()  # episodes still waiting on a server give up now
         pool.shutdown(wait=False, cancel_futures=True)
     log.info(stats.line(run_name))
-    to_terminal(stats.line(run_name))
+    progress_to_terminal(stats.line(run_name))
     _refuse_incomplete(schedule, run_name, retry, journal)
     return stats
 
 
-def to_terminal(line: str) -> None:
+def progress_to_terminal(line: str) -> None:
     """A progress line on the build's terminal as well as in the run's log."""
-    if sys.__stderr__ is not None and sys.stderr is not sys.__stderr__:
-        print(f"skilleval: {line}", file=sys.__stderr__, flush=True)
+    if sys.stderr is not sys.__stderr__:
+        to_terminal(line)
 
 
 def _refuse_incomplete(
