@@ -179,6 +179,43 @@ CANCELLED_BUILD = [
 ]
 
 
+def stopped_job(
+    jobid: int, rule: str, wildcards: dict[str, str], log: str
+) -> list[logging.LogRecord]:
+    """A job's start, then, once Ctrl-C stops it, its exception and its failure."""
+    started = record(
+        LogEvent.JOB_INFO, f" Rule: {rule}, Jobid: {jobid}", jobid=jobid, rule_name=rule,
+        wildcards=wildcards,
+    )  # fmt: skip
+    error = record(
+        LogEvent.ERROR,
+        f"RuleException:\nCalledProcessError in file rules/{rule}.smk, line 32:\nCommand "
+        f"'set -euo pipefail; python tmp.{rule}.py' returned non-zero exit status 130.",
+    )
+    failure = record(
+        LogEvent.JOB_ERROR, f"Error in rule {rule}, jobid: {jobid}", jobid=jobid,
+        rule_name=rule, log=[log],
+    )  # fmt: skip
+    return [started, error, failure]
+
+
+# Two jobs stopped at once: Snakemake reports each from its own pool thread
+# (snakemake/executors/local.py, LocalExecutor._callback), so both exceptions can come
+# before either job's failure, as a CI build's did.
+MASKED = stopped_job(26, "gate_masked_run", {"gate": "draft16", "masked": "masked-10"}, "g.log")
+TABLE = stopped_job(75, "ablation_table", {"bench": "docvqa"}, "t.log")
+INTERLEAVED_BUILD = [
+    MASKED[0],
+    TABLE[0],
+    progress_line(27, 81),
+    record(None, "Terminating processes on user request, this might take some time."),
+    MASKED[1],
+    TABLE[1],
+    MASKED[2],
+    TABLE[2],
+    *INTERRUPTED_BUILD[-2:],
+]
+
 RESUME = "Resume with: snakemake -j 4 paper"
 
 
@@ -202,8 +239,17 @@ RESUME = "Resume with: snakemake -j 4 paper"
                 f"skilleval: build interrupted, 2 job(s) stopped; what finished is kept. {RESUME}",
             ],
         ),
+        (
+            INTERLEAVED_BUILD,
+            [
+                "27 of 81 steps (33%) done; time left unknown",
+                "skilleval: stopped gate_masked_run gate=draft16 masked=masked-10 (log: g.log)",
+                "skilleval: stopped ablation_table bench=docvqa (log: t.log)",
+                f"skilleval: build interrupted, 2 job(s) stopped; what finished is kept. {RESUME}",
+            ],
+        ),
     ],
-    ids=["a-job-logs-its-error", "the-scheduler-cancels-the-jobs"],
+    ids=["a-job-logs-its-error", "the-scheduler-cancels-the-jobs", "two-jobs-interleave"],
 )
 def test_stopped_jobs_are_one_line_each_and_the_build_says_how_to_resume(
     build: list[logging.LogRecord], expected: list[str], monkeypatch: pytest.MonkeyPatch

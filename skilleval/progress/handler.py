@@ -141,7 +141,9 @@ class BuildProgressHandler(LogHandlerBase):
         self.time_left = TimeLeft()
         # A Ctrl-C: Snakemake reports each job it stopped as a failure with its whole
         # file lists; the build says instead one line per job and how to resume.
-        self._stopping_job = False
+        # Interrupted jobs whose exception is logged but not yet their failure: Snakemake
+        # reports each job from its own pool thread, so two stopped jobs' records interleave.
+        self._stopping_jobs = 0
         self._user_stop = False
         self._interrupted: list[str] = []
         self._failed = False
@@ -232,13 +234,13 @@ class BuildProgressHandler(LogHandlerBase):
         its own lines: one per stopped job, and at the end the command that resumes."""
         message = record.getMessage()
         if event == LogEvent.ERROR and INTERRUPTED_JOB.search(message):
-            self._stopping_job = True
+            self._stopping_jobs += 1
             return True
         if event == LogEvent.JOB_ERROR:
-            if not self._stopping_job:
+            if not self._stopping_jobs:
                 self._failed = True
                 return False
-            self._stopping_job = False
+            self._stopping_jobs -= 1
             fields: dict[str, Any] = record.__dict__
             started = self._jobs.pop(int(fields.get("jobid", -1)), None)
             label = started[1] if started else str(fields.get("rule_name", "a job"))
