@@ -151,7 +151,6 @@ class KeptResults:
         self.scripts = root.resolve() / "scripts"
         # The digests the dry run's parse just kept: no module is parsed a second time.
         self.code_cache = SourceCache(root / paths.CODE_CACHE)
-        self._ablation: Any = None
 
     @cached_property
     def model_code(self) -> dict[str, str]:
@@ -178,16 +177,19 @@ class KeptResults:
         fingerprint = resolve(self.plan.run_inputs(run), self.model_code).fingerprint
         return _kept(Path(paths.JOURNAL_ROOT), run.name, fingerprint)
 
+    @cached_property
+    def ablation_inputs(self) -> AblationInputs:
+        """What every ablation run's identity reads: built once, in the workflow root."""
+        matrix_file = self.config.ablation.matrix
+        return AblationInputs(
+            load_matrix(matrix_file),
+            matrix_file,
+            trainer_run_code(self.code_cache),
+            FileDigests(Path(paths.FILE_DIGESTS)),
+        )
+
     def _ablation_kept(self, run_id: str) -> bool:
-        if self._ablation is None:
-            matrix_file = self.config.ablation.matrix
-            self._ablation = AblationInputs(
-                load_matrix(matrix_file),
-                matrix_file,
-                trainer_run_code(self.code_cache),
-                FileDigests(Path(paths.FILE_DIGESTS)),
-            )
-        identity = self._ablation.ablation_identity(SimpleNamespace(run_id=run_id))
+        identity = self.ablation_inputs.ablation_identity(SimpleNamespace(run_id=run_id))
         return (Path(paths.ABLATION_KEPT) / run_id / f"{identity}.complete").is_dir()
 
 
