@@ -136,7 +136,7 @@ def test_the_lowest_allowed_versions_pass_the_unit_tests(tmp_path: Path) -> None
     uv("venv", "-q", "--seed", "--python", sys.executable, str(venv), env=env)
     lab_env = REPO / "tests" / "data" / "lab_env"  # as the README's test command installs it
     lowest = ("--resolution", "lowest-direct", "-e", f"{REPO}[dev]", "-e", str(lab_env))
-    uv("pip", "install", "-q", *lowest, env=env)
+    uv("pip", "install", "-q", "--compile-bytecode", *lowest, env=env)
     listed = json.loads(uv("pip", "list", "--format", "json", env=env))
     installed = {canonicalize_name(p["name"]): Version(p["version"]) for p in listed}
     bounds = lower_bounds()
