@@ -1,5 +1,6 @@
 """skilleval: every number of the paper is a file built from declared inputs."""
 
+import gc
 import sys
 
 from snakemake.utils import min_version
@@ -20,6 +21,10 @@ from skilleval.workflow.snakemake_internals import (
 )
 
 min_version("9.17.0")
+
+# What Snakemake and the package imported lives as long as this process: frozen, it is
+# left out of the cyclic collector's full passes while the rules and the DAG are built.
+gc.freeze()
 
 # A checkout runs its own code, in the Snakefile and in every job: a venv installed from
 # another checkout would have this graph's staleness and jobs be that checkout's.
