@@ -177,19 +177,21 @@ def fit_gate(
 ) -> GateFit:
     """OLS of deltas on masks (rows: task x masked run), task-clustered; the memo's model
     has no intercept, ``intercept=True`` adds the common "any skills" term."""
-    import statsmodels.api as sm  # lazy: only the gate rules need it
+    # lazy: only the gate rules need it; the two modules, not statsmodels.api's many
+    from statsmodels.regression.linear_model import OLS
+    from statsmodels.tools.tools import add_constant
 
     masks = np.asarray(masks, dtype=np.float64)
     deltas = np.asarray(deltas, dtype=np.float64)
     codes = np.unique(np.asarray(groups), return_inverse=True)[1]
     _checked_design(masks, deltas, codes, len(chunk_ids))
-    design = sm.add_constant(masks, has_constant="add") if intercept else masks
+    design = add_constant(masks, has_constant="add") if intercept else masks
     if intercept and np.linalg.matrix_rank(design) < design.shape[1]:
         raise ValueError(
             "mask matrix with an intercept is rank-deficient: every row shows the same "
             "number of chunks, so the common effect cannot be told from the chunk effects"
         )
-    model = sm.OLS(deltas, design)
+    model = OLS(deltas, design)
     naive = model.fit()
     clustered = model.fit(cov_type="cluster", cov_kwds={"groups": codes})
     residuals = deltas - design @ clustered.params
