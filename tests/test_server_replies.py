@@ -6,7 +6,6 @@ cases are in tests/test_real_server.py."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import http.server
 import json
@@ -25,7 +24,7 @@ from skilleval.runs.inputs import RunInputs
 from skilleval.runs.transcripts import read_transcripts
 from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.serving.service import fetch_identity
-from skilleval.world.server import Faults, start_servers
+from skilleval.world.server import Faults, KillableServer, start_servers
 from tests.conftest import AS_LAUNCHED, environment_server, run_inputs
 
 
@@ -123,16 +122,15 @@ class FakeModels:
 
             def reply(self, status: int, body: Any) -> None:
                 data = json.dumps(body).encode()
-                # A client that timed out on a slow reply has hung up by now: what the
-                # slow tests wait for, not an error to print after the test has ended.
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # A client that timed out on a slow reply has hung up by the time it is written:
+        # the project's server passes over a connection the client cut, as serve-world does.
+        self.server = KillableServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
