@@ -104,6 +104,12 @@ class ServerRefusal(SkillevalError):
     own words; the journal keeps every finished episode."""
 
 
+class ContractBreach(SkillevalError):
+    """What an environment adapter handed over breaks its contract (skilleval/env/contract.py):
+    no retry cures it, so the run stops at once; the journal keeps every episode recorded
+    before it."""
+
+
 class DiskError(SkillevalError):
     """A result or journal could not be written: disk full, read-only or not permitted."""
 

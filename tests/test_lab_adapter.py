@@ -49,8 +49,8 @@ def test_the_lab_adapter_is_found_by_its_entry_point_without_running_it() -> Non
     assert found.target == "lab_env.adapter:LabShop"
     assert (found.distribution, found.version) == ("skilleval-test-lab-env", "0.1.0")
     assert Path(found.module_file).resolve() == (LAB_ENV / "lab_env" / "adapter.py").resolve()
-    assert found.module_digest in found.identity and str(LAB_ENV) not in found.identity
-    assert find_adapter("lab_env.adapter:LabShop").module_digest == found.module_digest
+    assert found.package_digest in found.identity and str(LAB_ENV) not in found.identity
+    assert find_adapter("lab_env.adapter:LabShop").package_digest == found.package_digest
     with pytest.raises(SkillevalError) as refused:
         find_adapter("lab-shopp")
     said = str(refused.value)

@@ -8,10 +8,10 @@ class is made as ``Class(settings)`` with the protocol's ``environment`` section
 ``skilleval/env/contract.py`` (``skilleval env check`` runs it against a live server).
 docs/bring-your-own-environment.md is the guide; ``skilleval/env/template.py`` the start.
 
-Its identity, the import target, its distribution's version and the digest of its
-module's source, is part of every run's evidence identity: an edit to the adapter makes
-the runs that used it stale, and a job refuses an adapter that changed after the graph
-was planned.
+Its identity, the import target, its distribution's version and the digest of every
+source file of its top-level package, is part of every run's evidence identity: an edit to
+any module of the adapter's package makes the runs that used it stale, and a job refuses an
+adapter that changed after the graph was planned.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class AdapterRef:
     name: str
     target: str  # module:attribute
     module_file: str
-    module_digest: str
+    package_files: tuple[str, ...]  # the top-level package's source, relative to its root
+    package_digest: str
     distribution: str | None
     version: str | None
 
@@ -49,7 +50,46 @@ class AdapterRef:
     def identity(self) -> str:
         """The adapter as evidence: what it is and its code, never where it lies."""
         installed = f"{self.distribution} {self.version}" if self.distribution else "no dist"
-        return f"{self.target} ({installed}; module sha256:{self.module_digest})"
+        return f"{self.target} ({installed}; package sha256:{self.package_digest})"
+
+
+# Files of a package that are no source: what Python and packaging tools write beside it.
+NOT_SOURCE = (".pyc", ".pyo")
+NOT_SOURCE_DIRS = ("__pycache__", ".egg-info", ".dist-info")
+
+
+def package_source(module: str) -> tuple[Path, list[Path]]:
+    """The root of ``module``'s top-level package and every source file under it (all its
+    modules and the data files beside them, sorted); a top-level module alone is its own
+    file."""
+    top = module.split(".")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None or (spec.origin is None and not spec.submodule_search_locations):
+        raise AdapterNotFound(module, f"package {top} is not on this Python's path")
+    if not spec.submodule_search_locations:
+        origin = Path(str(spec.origin))
+        return origin.parent, [origin]
+    files: list[Path] = []
+    roots = [Path(location) for location in spec.submodule_search_locations]
+    for root in roots:
+        files += (
+            path
+            for path in root.rglob("*")
+            if path.is_file()
+            and not path.name.endswith(NOT_SOURCE)
+            and not any(part.endswith(NOT_SOURCE_DIRS) for part in path.relative_to(root).parts)
+        )
+    return roots[0].parent, sorted(files)
+
+
+def package_digest(root: Path, files: list[Path]) -> str:
+    """One digest of the files' paths (relative to ``root``) and contents: renaming, adding
+    or editing any of them changes it."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def entry_point_target(name: str) -> str | None:
@@ -103,15 +143,16 @@ def find_adapter(name: str) -> AdapterRef:
         raise AdapterNotFound(name, f"module {module} cannot be found ({error})") from None
     if spec is None or not spec.origin or not Path(spec.origin).is_file():
         raise AdapterNotFound(name, f"module {module} is not on this Python's path")
-    source = Path(spec.origin)
+    root, files = package_source(module)
     top = module.split(".")[0]
     distributions = installed_distributions().get(top, [])
     distribution = distributions[0] if distributions else None
     return AdapterRef(
         name=name,
         target=target,
-        module_file=str(source),
-        module_digest=hashlib.sha256(source.read_bytes()).hexdigest(),
+        module_file=str(Path(spec.origin)),
+        package_files=tuple(path.relative_to(root).as_posix() for path in files),
+        package_digest=package_digest(root, files),
         distribution=distribution,
         version=importlib.metadata.version(distribution) if distribution else None,
     )

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skilleval.env.metrics import MetricContract
 from skilleval.errors import InfrastructureError, OutageError
 from skilleval.records.env import Environment, EpisodeHandle, StepResult
 from skilleval.records.policy import ToolCall
@@ -120,10 +121,14 @@ def reward_violations(episode: EpisodeHandle, task_id: str) -> list[Violation]:
     return problems
 
 
-def start_violations(environment: Environment, task_id: str) -> list[Violation]:
-    """Rules 1 and 2, which every episode needs: a run checks them before it leases a card.
-    A raised error is a violation too (an adapter that cannot list its tools or open an
-    episode would fail every task), except an outage, which is raised."""
+def start_violations(
+    environment: Environment, task_id: str, metrics: MetricContract | None = None
+) -> list[Violation]:
+    """Rules 1 and 2, which every episode needs: a run checks them before it leases a card,
+    and with ``metrics`` rule 4 on the rewards of the episode before its first step, where
+    the adapter answers them. A raised error is a violation too (an adapter that cannot
+    list its tools or open an episode would fail every task), except an outage, which is
+    raised."""
     try:
         tools = environment.tools()
     except (InfrastructureError, OutageError):
@@ -142,9 +147,25 @@ def start_violations(environment: Environment, task_id: str) -> list[Violation]:
     try:
         if not isinstance(episode.instruction, str) or not episode.instruction.strip():
             problems.append(Violation(2, f"task {task_id}: the episode has no instruction"))
+        elif metrics is not None:
+            problems += unstepped_reward_violations(episode, task_id, metrics)
     finally:
         episode.close()
     return problems
+
+
+def unstepped_reward_violations(
+    episode: EpisodeHandle, task_id: str, metrics: MetricContract
+) -> list[Violation]:
+    """Rule 4 on an episode before its first step; an adapter that cannot score an episode
+    yet is no violation (each episode is checked as it is recorded)."""
+    try:
+        rewards = episode.rewards()
+    except (InfrastructureError, OutageError):
+        raise
+    except Exception:
+        return []
+    return [Violation(4, f"task {task_id}: {p}") for p in metrics.violations(rewards)]
 
 
 def contract_violations(environment: Environment, task_ids: Sequence[str]) -> list[Violation]:

@@ -47,6 +47,7 @@ def _run_row(name: str, summary: RunSummary) -> dict[str, Any]:
         "bank": summary.bank or "none",
         "reward": summary.metric("reward"),
         "r_success": summary.metric("r_success"),
+        **{metric: summary.metric(metric) for metric in summary.metrics},
         "coverage": summary.coverage,
         "tokens_per_task": summary.tokens["mean_per_task"],
         "n_tasks": summary.n_tasks,
@@ -206,7 +207,7 @@ def render_main_table(
         noted_rows(
             run_cells, ("name", "bank", "reward", "r_success", "coverage", "tokens"), runs["note"]
         ),
-        data=runs[list(RUN_DATA)],
+        data=runs[run_data_columns(runs)],
         units=RUN_UNITS,
     )
     write_table_set(
@@ -223,9 +224,21 @@ RUN_DATA = (
     "coverage", "tokens_per_task", "note",
 )  # fmt: skip
 RUN_UNITS = (
-    "reward, r_success: mean per task, in [0, 1]; coverage: share of the split's tasks with a "
-    "result; tokens_per_task: mean prompt + completion tokens"
+    "reward, r_success and every other r_* column (the protocol's declared metrics): mean per "
+    "task; coverage: share of the split's tasks with a result; tokens_per_task: mean prompt + "
+    "completion tokens"
 )
+
+
+def run_data_columns(runs: pd.DataFrame) -> list[str]:
+    """The runs CSV's columns: RUN_DATA with every declared auxiliary metric of any run
+    after r_success (empty where a run's protocol does not declare it)."""
+    fixed = list(RUN_DATA)
+    auxiliary = sorted(c for c in runs.columns if c.startswith("r_") and c not in fixed)
+    at = fixed.index("r_success") + 1
+    return fixed[:at] + auxiliary + fixed[at:]
+
+
 CONTRAST_DATA = (
     "contrast", "treatment", "control", "estimate", "ci_low", "ci_high", "confidence",
     "p_value", "p_holm", "verdict", "note",

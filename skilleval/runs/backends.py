@@ -10,6 +10,8 @@ from typing import Any
 from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.env.adapters import IDENTITY_KEY, make_adapter
 from skilleval.env.contract import start_violations
+from skilleval.env.guarded import GuardedAdapter
+from skilleval.env.metrics import MetricContract
 from skilleval.env.wire import HttpEnvironment
 from skilleval.errors import InfrastructureError, OutageError, SkillevalError
 from skilleval.policy.openai_policy import OpenAIPolicy
@@ -103,8 +105,9 @@ def make_environment(
         return ShopWorld(products, tasks)
     if backend == "http":
         return HttpEnvironment(settings["url"], settings["slots"], ledger, outage_budget_s)
-    environment: Environment = make_adapter(backend, planned_adapter, dict(settings))
-    return environment
+    adapter = make_adapter(backend, planned_adapter, dict(settings))
+    calls = ServerCalls("environment", str(settings.get("url")), ledger, outage_budget_s)
+    return GuardedAdapter(adapter, calls)
 
 
 def run_environment(
@@ -124,14 +127,34 @@ def run_environment(
     )
 
 
+def metric_contract(inputs: RunInputs, environment: Environment | None) -> MetricContract:
+    """The rewards every episode of the run must hold: the protocol's declared metrics, in
+    the ranges the adapter declares (env.metrics)."""
+    return MetricContract.of_protocol(
+        inputs.protocol["metrics"], repr(inputs.backends["environment"]), environment
+    )
+
+
 def refuse_broken_environment(inputs: RunInputs, task_id: str) -> None:
     """Refuse a run whose environment cannot list its tools or open an episode (rules 1
-    and 2 of env.contract), before it leases a card or starts a server. An environment
-    not reachable yet is no refusal: the run waits for it (its server may be the one the
-    job launches)."""
+    and 2 of env.contract), or cannot give the protocol's metrics (rule 4), before it
+    leases a card or starts a server. An environment not reachable yet is no refusal: the
+    run waits for it (its server may be the one the job launches)."""
     backend = inputs.backends["environment"]
     try:
-        problems = start_violations(run_environment(inputs, RetryLedger(), 0.0), task_id)
+        environment = run_environment(inputs, RetryLedger(), 0.0)
+        contract = metric_contract(inputs, environment)
+        missing = contract.undeclared(environment)
+        if missing:
+            raise SkillevalError(
+                f"the environment adapter {backend!r} declares metrics "
+                f"{sorted(getattr(environment, 'metrics', {}))} but the protocol "
+                f"{inputs.protocol_name!r} declares {missing[0]!r} (metrics.main and "
+                f"metrics.auxiliary: {', '.join(missing)} missing), so the run stops before it "
+                "leases a card; fix: give those metrics in the adapter's rewards() and metrics "
+                "attribute, or run a protocol whose metrics it gives"
+            )
+        problems = start_violations(environment, task_id, contract)
     except (InfrastructureError, OutageError) as error:
         log.info("run %s: environment not reachable before the run starts (%s)", inputs.run, error)
         return

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from skilleval.records.runs import RunSummary
 from skilleval.runs.backends import (
     make_policy,
     make_service,
+    metric_contract,
     refuse_broken_environment,
     run_environment,
 )
@@ -50,8 +51,12 @@ from skilleval.storage import atomic
 log = logging.getLogger(__name__)
 
 
-def summarise(records: list[dict[str, Any]], n_expected: int) -> dict[str, Any]:
-    metrics = sorted(k for k in records[0] if k == "reward" or k.startswith("r_"))
+def summarise(
+    records: list[dict[str, Any]], n_expected: int, metrics: Sequence[str]
+) -> dict[str, Any]:
+    """The run's means of the protocol's declared ``metrics`` (every episode holds them:
+    env.metrics checks each as it is recorded), its coverage, tokens and endings."""
+    metrics = sorted(metrics)
     summary: dict[str, Any] = {
         "n_records": len(records),
         "n_tasks": len({r["task_id"] for r in records}),
@@ -152,10 +157,13 @@ def _evaluate(
         policy = make_policy(inputs, service, ledger, fault_rate)
         max_steps = inputs.protocol["runtime"]["max_steps"]
         deadline_s = inputs.protocol["runtime"]["episode_timeout_s"]
+        metrics = metric_contract(inputs, environment)
 
         def episode(task_id: str, repeat: int) -> EpisodeResult:
             prompt = resolved.prompts[task_id]
-            return run_episode(policy, environment, task_id, prompt, max_steps, repeat, deadline_s)
+            ended = run_episode(policy, environment, task_id, prompt, max_steps, repeat, deadline_s)
+            metrics.check(task_id, ended.rewards)
+            return ended
 
         with resume_hint(inputs.run, outputs["summary.json"]):
             if any(key not in journal.records for key in resolved.keys):
@@ -213,7 +221,7 @@ def _summary(
         "chunk_hashes": resolved.chunk_hashes,
         "prompt_files": _prompt_files(inputs),
         "repeats": inputs.protocol["runtime"]["repeats"],
-        **summarise(records, len(resolved.keys)),
+        **summarise(records, len(resolved.keys), metric_contract(inputs, None).names),
         "service": {
             **_service(*identities),
             "identity_check": service.identity_check,

@@ -21,7 +21,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from skilleval.env.rollout import EpisodeResult
-from skilleval.errors import CoverageError, InfrastructureError, OutageError, ServerRefusal
+from skilleval.errors import (
+    ContractBreach,
+    CoverageError,
+    InfrastructureError,
+    OutageError,
+    ServerRefusal,
+)
 from skilleval.logs import to_terminal
 from skilleval.runs.journal import Journal, RecordKey
 from skilleval.serving.outage import RetryLedger, backoff_s
@@ -104,7 +110,7 @@ class _Schedule:
             except InfrastructureError as exc:
                 self.retry_later(key, str(exc), exc.retry_after_s, exc.kind)
                 continue
-            except (OutageError, ServerRefusal):
+            except (OutageError, ServerRefusal, ContractBreach):
                 raise
             except Exception as exc:  # one episode's bug must not take the others down
                 log.exception("task %s repeat %d crashed", key[0], key[1])
@@ -182,7 +188,7 @@ def run_episodes(
             if time.monotonic() - last_terminal >= TERMINAL_EVERY_S:
                 progress_to_terminal(stats.line(run_name))
                 last_terminal = time.monotonic()
-    except (OutageError, ServerRefusal) as stop:
+    except (OutageError, ServerRefusal, ContractBreach) as stop:
         finished = stats.reused + stats.done
         raise type(stop)(
             f"run {run_name!r} stopped: {stop}. {finished}/{stats.total} tasks finished, "

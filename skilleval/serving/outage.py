@@ -39,6 +39,7 @@ DESCRIBED = {
     "transport": "dropping connections",
     "429": "rate-limiting (HTTP 429)",
     "5xx": "failing (HTTP 5xx)",
+    "adapter": "failing (its adapter raised InfrastructureError)",
 }
 
 
@@ -96,8 +97,12 @@ def _status_kind(status: int) -> str | None:
     return "429" if status == 429 else "5xx" if status >= 500 else None
 
 
-def classify(error: BaseException) -> Failure | None:
-    """What kind of transient failure an exception is; None when a retry cannot help."""
+def classify(error: BaseException, outages: tuple[type[Exception], ...] = ()) -> Failure | None:
+    """What kind of transient failure an exception is; None when a retry cannot help.
+    ``outages``: further exception types that say the server is not there (an environment
+    adapter's InfrastructureError), waited out as "adapter"."""
+    if outages and isinstance(error, outages):
+        return Failure("adapter", getattr(error, "retry_after_s", None), str(error))
     if isinstance(error, StatusFailure):
         kind = _status_kind(error.status)
         return Failure(kind, error.retry_after_s, str(error)) if kind else None
@@ -160,7 +165,14 @@ class ServerCalls:
         self._last_report = 0.0
         self._lock = threading.Lock()
 
-    def call(self, request: Callable[[], T], idempotent: bool = True) -> T:
+    def call(
+        self,
+        request: Callable[[], T],
+        idempotent: bool = True,
+        outages: tuple[type[Exception], ...] = (),
+    ) -> T:
+        """``request``'s result, waiting out its transient failures (``classify``, with
+        ``outages``) up to the budget."""
         first_failure: float | None = None
         attempt = 0
         same_reply: tuple[int, str] | None = None
@@ -171,7 +183,7 @@ class ServerCalls:
             try:
                 result = request()
             except Exception as error:  # classified below; what no retry can cure is re-raised
-                failure = classify(error)
+                failure = classify(error, outages)
                 if failure is None:
                     raise
                 reply = _reply_of(error)

@@ -61,5 +61,9 @@ class LabShop:
 
     def start(self, task_id: str) -> LabShopEpisode:
         self.slots.acquire()
-        data = self.call("POST", "/episodes", {"task_id": task_id})
+        try:
+            data = self.call("POST", "/episodes", {"task_id": task_id})
+        except BaseException:
+            self.slots.release()  # no episode was opened: its slot is free again
+            raise
         return LabShopEpisode(self, data["episode_id"], data["instruction"])
