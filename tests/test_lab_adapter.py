@@ -100,14 +100,18 @@ def test_a_lab_adapter_builds_the_paper_and_its_code_is_in_every_runs_identity(
         assert certain() == every_model_run
         snakemake(workdir, "-j", "2", "paper", *lab)
         assert certain() == set()
-        # An edit to the adapter's module: the same package, found first on the path.
+        # An edit to the adapter's second module (its scoring, not the entry point): the
+        # same package, found first on the path.
         edited = tmp_path / "edited"
         shutil.copytree(LAB_ENV / "lab_env", edited / "lab_env")
-        module = edited / "lab_env" / "adapter.py"
-        module.write_text(module.read_text().replace("timeout=30.0", "timeout=45.0"))
-        assert certain({**os.environ, "PYTHONPATH": f"{edited}{os.pathsep}{workdir}"}) == (
-            every_model_run
-        )
+        module = edited / "lab_env" / "scoring.py"
+        module.write_text(module.read_text().replace("= 1.0", "= 1.00"))
+        moved = {**os.environ, "PYTHONPATH": f"{edited}{os.pathsep}{workdir}"}
+        assert certain(moved) == every_model_run
+        dry = [sys.executable, "-m", "snakemake", "-n", "paper", *lab]
+        said = subprocess.run(dry, cwd=workdir, capture_output=True, text=True, env=moved)
+        assert said.returncode == 0, said.stderr
+        assert all(run in said.stdout for run in every_model_run), said.stdout
     summary = json.loads((workdir / "results/runs/base-S0/summary.json").read_text())
     assert summary["coverage"] == 1.0
     assert summary["backends"] == {

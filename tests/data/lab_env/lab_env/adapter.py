@@ -9,6 +9,7 @@ from typing import Any
 
 import urllib3
 
+from lab_env.scoring import rewards_of
 from skilleval.errors import InfrastructureError
 from skilleval.records.env import StepResult
 from skilleval.records.policy import ToolCall
@@ -25,8 +26,7 @@ class LabShopEpisode:
         return StepResult(str(data["observation"]), bool(data["done"]))
 
     def rewards(self) -> dict[str, float]:
-        data = self.shop.call("GET", f"/episodes/{self.episode_id}/rewards")
-        return {key: float(value) for key, value in data.items()}
+        return rewards_of(self.shop.call("GET", f"/episodes/{self.episode_id}/rewards"))
 
     def close(self) -> None:
         if not self.closed:

@@ -1,0 +1,170 @@
+"""What a lab's adapter hands a run is checked where the run uses it (issue: the seams hold).
+
+The lab adapter is tests/data/lab_env (a package outside skilleval, installed into the test
+venv), served by skilleval serve-world's environment server. Its grades are mapped onto
+metrics in a second module, ``lab_env.scoring``, as a lab with a points scale does.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import lab_env.adapter
+import lab_env.scoring
+import pytest
+
+from skilleval.env.adapters import find_adapter
+from skilleval.env.metrics import MetricContract
+from skilleval.errors import ContractBreach, SkillevalError
+from skilleval.runs import evaluation
+from skilleval.runs.inputs import RunInputs
+from skilleval.world.server import start_servers
+from tests.conftest import AS_LAUNCHED, environment_server, read_jsonl, run_inputs
+
+
+def lab_inputs(world: Path, url: str, **execution: Any) -> RunInputs:
+    """base-S0 of the small world through the lab adapter at ``url``."""
+    inputs = run_inputs(world)
+    settings = {**inputs.protocol["execution"], "environment": {"url": url}, **execution}
+    backends = {
+        **inputs.backends,
+        "environment": "lab-shop",
+        "environment_adapter": find_adapter("lab-shop").identity,
+    }
+    return replace(inputs, protocol={**inputs.protocol, "execution": settings}, backends=backends)
+
+
+def evaluate(inputs: RunInputs, root: Path) -> dict[str, Any]:
+    return evaluation.evaluate(inputs, str(root / "r"), str(root / "s"), str(root / "j"))
+
+
+def test_rewards_on_a_points_scale_stop_the_run_naming_key_and_value(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lab maps its server's grades to 0-100 points: the first episode that scores
+    stops the run in one line; episodes recorded before it stay in the journal."""
+    monkeypatch.setattr(lab_env.scoring, "POINTS_PER_SHARE", 0.01)
+    with environment_server(small_world) as url, pytest.raises(ContractBreach) as stopped:
+        evaluate(lab_inputs(small_world, url), tmp_path)
+    said = str(stopped.value)
+    assert "\n" not in said and "'lab-shop'" in said and "rule 4" in said
+    assert "r_success = 100.0 is not 0 or 1" in said or "is outside [0, 1]" in said, said
+    assert not (tmp_path / "s").exists() and not (tmp_path / "r").exists()
+    journal = next((tmp_path / "j" / "base-S0").glob("*.jsonl"))
+    assert str(journal) in said  # what was recorded before the breach is kept there
+    assert all(0.0 <= line["reward"] <= 1.0 for line in read_jsonl(journal))
+
+
+def test_the_same_adapter_on_the_right_scale_completes_with_every_declared_metric(
+    small_world: Path, tmp_path: Path
+) -> None:
+    with environment_server(small_world) as url:
+        summary = evaluate(lab_inputs(small_world, url), tmp_path)
+    declared = ["r_strict", "r_success", "r_category", "r_budget", "r_attrs"]
+    assert summary["coverage"] == 1.0
+    assert set(summary["metrics"]) == {"reward", *declared}
+    assert all(0.0 <= summary[name] <= 1.0 for name in declared)
+
+
+def test_a_protocol_metric_the_adapter_does_not_declare_is_refused_before_work(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_server(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("a card was leased and a server started")
+
+    monkeypatch.setattr(evaluation, "served", no_server)
+    declared = {"reward": (0, 1), "r_success": (0, 1), "r_strict": (0, 1)}
+    monkeypatch.setattr(lab_env.adapter.LabShop, "metrics", declared, raising=False)
+    with environment_server(small_world) as url, pytest.raises(SkillevalError) as refused:
+        evaluate(lab_inputs(small_world, url), tmp_path)
+    said = str(refused.value)
+    assert "protocol 'local-sglang' declares 'r_category'" in said, said
+    assert "r_category, r_budget, r_attrs missing" in said and "before it leases a card" in said
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_declared_range_is_the_one_checked() -> None:
+    class Points:
+        metrics = {"r_points": (0, 100)}
+
+    contract = MetricContract.of("reward", ["r_success", "r_points"], "'lab'", Points.metrics)
+    assert contract.violations({"reward": 0.5, "r_success": 1.0, "r_points": 73.0}) == []
+    assert contract.violations({"reward": 0.5, "r_success": 1.0, "r_points": 101.0}) == [
+        "r_points = 101.0 is outside [0, 100]"
+    ]
+    # The contract's own metrics keep their ranges whatever the adapter declares.
+    wide = MetricContract.of("reward", ["r_success"], "'lab'", {"reward": (0, 100)})
+    assert wide.violations({"reward": 2.0, "r_success": 0.0}) == ["reward = 2.0 is outside [0, 1]"]
+    assert wide.violations({"reward": float("nan"), "r_success": 0.5, "points": 3}) == [
+        "reward = nan is not a finite float",
+        "r_success = 0.5 is not 0 or 1",
+        "key 'points' = 3 is no metric name (reward or r_*)",
+    ]
+    assert MetricContract.of("reward", ["r_x"], "'lab'").undeclared(Points()) == [
+        "reward",
+        "r_success",
+        "r_x",
+    ]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def server_up_after(world: Path, delay_s: float) -> Iterator[str]:
+    """The URL of an environment server that starts listening ``delay_s`` from now."""
+    port = free_port()
+    started: list[Any] = []
+    weights = world / "checkpoints" / "base" / "model.safetensors"
+
+    def start() -> None:
+        time.sleep(delay_s)
+        started.append(
+            start_servers(
+                str(weights), str(world), 20260830, env_port=port, server_args=AS_LAUNCHED
+            )
+        )
+
+    thread = threading.Thread(target=start, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        thread.join()
+        for servers in started:
+            servers.shutdown()
+
+
+def test_a_lab_server_not_yet_up_is_waited_out_and_the_run_completes(
+    small_world: Path, tmp_path: Path
+) -> None:
+    delay_s = 4.0
+    began = time.monotonic()
+    with server_up_after(small_world, delay_s) as url:
+        summary = evaluate(lab_inputs(small_world, url, outage_budget_s=60.0), tmp_path)
+    assert time.monotonic() - began >= delay_s
+    assert summary["coverage"] == 1.0
+    waited = json.loads((tmp_path / "s").read_text())["provenance"]["execution"]["retries"]
+    assert waited.get("environment/adapter", 0) >= 1, waited
+
+
+def test_a_lab_server_that_never_comes_is_one_line_after_the_budget(
+    small_world: Path, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(SkillevalError) as stopped:
+        evaluate(lab_inputs(small_world, url, outage_budget_s=1.0), tmp_path)
+    said = str(stopped.value)
+    assert f"environment server {url}" in said and "outage budget of 1 s" in said, said
+    assert "InfrastructureError" not in said.split("(its adapter")[0]
