@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import lab_env.adapter
 import lab_env.scoring
@@ -93,7 +93,7 @@ def test_a_protocol_metric_the_adapter_does_not_declare_is_refused_before_work(
 
 def test_a_declared_range_is_the_one_checked() -> None:
     class Points:
-        metrics = {"r_points": (0, 100)}
+        metrics: ClassVar = {"r_points": (0, 100)}
 
     contract = MetricContract.of("reward", ["r_success", "r_points"], "'lab'", Points.metrics)
     assert contract.violations({"reward": 0.5, "r_success": 1.0, "r_points": 73.0}) == []

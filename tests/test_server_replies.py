@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from skilleval.analysis.contrast import RunRecords, validity_checks
 from skilleval.errors import OutageError, ServerRefusal, ServiceError
+from skilleval.records.runs import RunSummary
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
 from skilleval.runs.transcripts import read_transcripts
@@ -74,7 +76,8 @@ def test_a_server_listing_two_models_without_a_named_one_is_refused(
 
 class FakeModels:
     """A server that lists models and counts chat requests, refusing them (500) or
-    answering each with a message that calls no tool. /v1/models answers only after
+    answering each with a message that calls no tool, its first ``slow_posts`` episode
+    requests after ``delay_s``. /v1/models answers only after
     ``slow_for`` calls that take longer than the client waits, and from its
     ``slow_after``-th call on never in time (a busy llama.cpp answers /v1/models only
     between generations)."""
@@ -86,9 +89,10 @@ class FakeModels:
         delay_s: float = 0.0,
         answers: bool = False,
         slow_after: int | None = None,
+        slow_posts: int = 0,
     ) -> None:
         self.models, self.slow_for, self.delay_s = models, slow_for, delay_s
-        self.answers, self.slow_after = answers, slow_after
+        self.answers, self.slow_after, self.slow_posts = answers, slow_after, slow_posts
         self.posts = 0
         owner = self
 
@@ -116,6 +120,9 @@ class FakeModels:
                 if not owner.answers:
                     self.reply(500, {"error": "unexpected"})
                     return
+                if owner.posts > 1 and owner.slow_posts > 0:  # never the preflight
+                    owner.slow_posts -= 1
+                    time.sleep(owner.delay_s)
                 message = {"role": "assistant", "content": "I cannot help."}
                 choice = {"index": 0, "message": message, "finish_reason": "stop"}
                 self.reply(200, {"choices": [choice], "usage": {}})
@@ -210,3 +217,25 @@ def test_a_malformed_tool_call_s_raw_text_is_in_the_transcript(
     assert malformed, "no fault was injected"
     calls = [c for m in malformed[0]["messages"] for c in m.get("tool_calls") or []]
     assert any(c["function"]["arguments"] == "{not json" for c in calls)
+
+
+def test_requests_re_sent_after_their_timeout_are_counted_and_fail_the_verdict_check(
+    small_world: Path, env_url: str, tmp_path: Path
+) -> None:
+    """Three chat requests take longer than the client's 0.5 s: each is sent again, a new
+    sample; the run says how many, per episode and in all, and a contrast's check fails."""
+    server = FakeModels(["m"], delay_s=1.0, answers=True, slow_posts=3)
+    inputs = against(small_world, server.url, env_url)
+    out = [str(tmp_path / "r.jsonl"), str(tmp_path / "s.json"), str(tmp_path / "journal")]
+    summary = evaluate(inputs, *out)
+    server.close()
+    assert summary["coverage"] == 1.0
+    resent = summary["resent_after_timeout"]
+    assert resent["requests"] == 3 and 1 <= resent["episodes"] <= 3, resent
+    records = [json.loads(line) for line in Path(out[0]).read_text().splitlines()]
+    assert sum(r["resent_after_timeout"] for r in records) == 3
+    run = RunRecords(summary["run"], RunSummary.read(out[1]), records)
+    checks = {c.name: c for c in validity_checks(run, run)}
+    check = checks["resent_after_timeout_treatment"]
+    assert not check.passed and "3 model request(s) re-sent" in check.detail, check
+    assert "request_timeout_s" in check.detail

@@ -70,6 +70,7 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
             f"{run.name}: service identity at start and end "
             + ("match" if run.summary.service_unchanged else f"differ: {service}"),
         ),
+        resent_check(role, run),
         Check(
             f"single_writer_{role}",
             single_writer is True,
@@ -85,6 +86,29 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
         ),
     ]
     return checks
+
+
+# The share of an arm's episodes that may hold a model request re-sent after the client's
+# timeout. Each re-send redraws a sample that a slow server made long, so these episodes
+# can shift the mean by at most their share (rewards lie in [0, 1]): 1% stays under a
+# quarter of the half-width of a 95% interval on the memo's 400 tasks (docs/failures.md).
+RESENT_SHARE_LIMIT = 0.01
+
+
+def resent_check(role: str, run: RunRecords) -> Check:
+    """Whether the server's speed reached the arm's evidence: requests re-sent after their
+    timeout are counted, and the check fails above RESENT_SHARE_LIMIT of its episodes."""
+    resent = run.summary.resent_after_timeout
+    episodes = max(run.summary.n_records, 1)
+    share = resent["episodes"] / episodes
+    return Check(
+        f"resent_after_timeout_{role}",
+        share <= RESENT_SHARE_LIMIT,
+        f"{run.name}: {resent['requests']} model request(s) re-sent after the client's "
+        f"timeout, in {resent['episodes']} of {run.summary.n_records} episodes "
+        f"({share:.1%}; at most {RESENT_SHARE_LIMIT:.0%} may be: raise "
+        "execution.model_server.request_timeout_s)",
+    )
 
 
 def checkpoint_check(role: str, run: RunRecords, audit_path: str) -> Check:

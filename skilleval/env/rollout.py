@@ -45,6 +45,8 @@ class EpisodeResult:
     # The conversation as exchanged, with the raw text of replies that could not be parsed
     # (runs.transcripts): kept with the record, never part of the results.
     transcript: list[Message] = field(default_factory=list)
+    # Model requests sent again after the client's timeout, each a new sample.
+    resent_after_timeout: int = 0
 
     def journal_line(self) -> dict[str, Any]:
         """The record and its transcript, as the journal keeps them."""
@@ -63,6 +65,7 @@ class EpisodeResult:
                 "tokens": self.prompt_tokens + self.completion_tokens,
                 "stop_reason": self.stop_reason,
                 "error": self.error,
+                "resent_after_timeout": self.resent_after_timeout,
             },
         )
 
@@ -85,7 +88,7 @@ def run_episode(
     ]
     transcript: list[Message] = [dict(message) for message in messages]
     tool_names = {tool["function"]["name"] for tool in tools}
-    prompt_tokens = completion_tokens = steps = 0
+    prompt_tokens = completion_tokens = steps = resent = 0
     stop_reason, error = "max_steps", None
     try:
         while steps < max_steps:
@@ -98,6 +101,7 @@ def run_episode(
                 stop_reason, error = refused.reason, str(refused)
                 break
             steps += 1
+            resent += turn.resent_after_timeout
             prompt_tokens += turn.prompt_tokens
             completion_tokens += turn.completion_tokens
             messages.append(turn.as_message())
@@ -122,6 +126,7 @@ def run_episode(
         stop_reason,
         error,
         transcript,
+        resent,
     )
 
 

@@ -122,7 +122,8 @@ class OpenAIPolicy:
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
         body = {"model": self.model, "messages": messages, "tools": tools, **self.sampling}
-        response = self.calls.call(lambda: self._post(body))
+        retried: list[str] = []
+        response = self.calls.call(lambda: self._post(body), on_retry=retried.append)
         if not isinstance(response, dict) or not response.get("choices"):
             raise ServerRefusal(
                 f"model server {self.calls.url} answered a chat completion without choices: "
@@ -141,6 +142,7 @@ class OpenAIPolicy:
             finish_reason=choice.get("finish_reason") or "stop",
             problem=problem,
             raw=message if problem is not None else None,
+            resent_after_timeout=retried.count("timeout"),
         )
 
     def _post(self, body: dict[str, Any]) -> Any:

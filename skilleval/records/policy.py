@@ -33,6 +33,9 @@ class AssistantTurn:
     # The message as the server sent it, kept where it could not be parsed (the raw text of
     # a malformed tool call), for the run's transcript.
     raw: Message | None = None
+    # How often the request was sent again after the server passed the client's timeout:
+    # each re-send draws a new sample, so the run reports it (a verdict checks it).
+    resent_after_timeout: int = 0
 
     def as_message(self) -> Message:
         message: Message = {"role": "assistant", "content": self.content}

@@ -73,6 +73,11 @@ def summarise(
     summary["steps_mean"] = float(np.mean([r["steps"] for r in records]))
     summary["stop_reasons"] = dict(Counter(r["stop_reason"] for r in records))
     summary["task_errors"] = sum(r["error"] is not None for r in records)
+    resent = [int(r.get("resent_after_timeout", 0)) for r in records]
+    summary["resent_after_timeout"] = {
+        "requests": sum(resent),
+        "episodes": sum(n > 0 for n in resent),
+    }
     return summary
 
 

@@ -170,9 +170,11 @@ class ServerCalls:
         request: Callable[[], T],
         idempotent: bool = True,
         outages: tuple[type[Exception], ...] = (),
+        on_retry: Callable[[str], None] | None = None,
     ) -> T:
         """``request``'s result, waiting out its transient failures (``classify``, with
-        ``outages``) up to the budget."""
+        ``outages``) up to the budget; ``on_retry`` hears the kind of each failure that is
+        followed by a retry (a request re-sent after a timeout draws a new sample)."""
         first_failure: float | None = None
         attempt = 0
         same_reply: tuple[int, str] | None = None
@@ -190,6 +192,8 @@ class ServerCalls:
                 repeats = repeats + 1 if reply is not None and reply == same_reply else 1
                 same_reply = reply
                 self._failed(failure, idempotent, error)
+                if on_retry is not None:
+                    on_retry(failure.kind)
                 if reply is not None and repeats >= REFUSAL_REPEATS:
                     raise ServerRefusal(
                         f"{self.name} server {self.url} refuses this request: it answered "
