@@ -7,7 +7,6 @@ invalid runs stay in the tables, marked, with the reasons.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,8 +16,15 @@ from typing import Any
 from skilleval.ablation.contract import TrainerContract
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults
 from skilleval.ablation.trainer import batch_sizes, launch_files
+from skilleval.ablation.trainer_files import (
+    TrainerOutputError,
+    config_int,
+    parse_count,
+    parse_sizes,
+    parse_start,
+    read_mapping,
+)
 from skilleval.config.matrix import Matrix
-from skilleval.errors import SkillevalError
 from skilleval.records.ablation import AblationAudit, AblationSummary
 from skilleval.storage.records import Check, failed
 
@@ -63,13 +69,13 @@ class RunFiles:
         out_root = Path(summary_path).parent
         config_path = out_root / contract.config_file
         if not config_path.exists():
-            raise SkillevalError(
+            raise TrainerOutputError(
                 f"{config_path} does not exist: the trainer wrote no {contract.config_file} "
                 "(trainer.contract.config_file), so the run cannot be audited"
             )
         return cls(
             AblationSummary.read(summary_path).as_json(),
-            flatten(json.loads(config_path.read_text())),
+            contract.audit_keys(flatten(read_mapping(config_path))),
             config_path,
             *read_log(out_root, contract),
             contract,
@@ -94,8 +100,7 @@ class RunFiles:
         the time it wrote config.json."""
         found = self.from_log("start")
         if found:
-            stamp = dt.datetime.fromisoformat(found[0].replace("Z", "+00:00"))
-            return (stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)), found[1]
+            return parse_start(found[0], found[1]), found[1]
         mtime = dt.datetime.fromtimestamp(self.config_path.stat().st_mtime, dt.UTC)
         return mtime, f"the modification time of {self.config_path}"
 
@@ -170,15 +175,17 @@ def batch_check(run: PlannedRun, matrix: Matrix, files: RunFiles, default: dict[
             f"the trainer's log head ({files.log_path or 'no log'}) does not say its "
             f"{' or '.join(missing)}",
         )
-    train = int(train_found[0])
-    reported = [int(x) for x in batches_found[0].replace(",", " ").split()]
-    want = batch_sizes(train, int(config["train.batch_size"]), int(config["train.accumulation"]))
+    try:
+        train = parse_count(train_found[0], "train size", train_found[1])
+        reported = parse_sizes(batches_found[0], batches_found[1])
+        batch = config_int(config, "train.batch_size", files.config_path)
+        accumulation = config_int(config, "train.accumulation", files.config_path)
+    except TrainerOutputError as unreadable:
+        return Check("batch_logic", False, str(unreadable))
+    want = batch_sizes(train, batch, accumulation)
     verified = matrix.benchmarks[run.benchmark].verified_batches
-    table = (
-        verified.get(int(config["train.batch_size"]))
-        if config["env.split_dir"] == default["env.split_dir"]
-        else None
-    )
+    same_split = config.get("env.split_dir") == default["env.split_dir"]
+    table = verified.get(batch) if same_split else None
     return Check(
         "batch_logic",
         reported == want and (table is None or table == want),
@@ -196,14 +203,20 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
     empty = float(reported) if reported is not None else None
     rate = re.findall(rules.rate_limit_pattern, files.log)
     crash = re.findall(rules.crash_pattern, files.log)
-    started, started_source = files.started()
+    started: dt.datetime | None
+    try:
+        started, started_source = files.started()
+    except TrainerOutputError as unreadable:
+        started, started_source = None, str(unreadable)
     writers: dict[str, Any] = summary.get("provenance", {}).get("writers") or {}
     root = config.get(OUT_ROOT_KEY)
     same_root = root is not None and Path(str(root)).resolve() == Path(run.out_root).resolve()
     late = [
         fix.name
         for fix in rules.fixes
-        if run.benchmark in fix.benchmarks and started < dt.datetime.fromisoformat(fix.fixed_at)
+        if run.benchmark in fix.benchmarks
+        and started is not None
+        and started < dt.datetime.fromisoformat(fix.fixed_at)
     ]
     return [
         Check(
@@ -239,8 +252,10 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
         ),
         Check(
             "started_after_fixes",
-            not late,
-            f"started {started.isoformat()} (from {started_source}) before fix(es) {late}"
+            started is not None and not late,
+            f"unknown start: {started_source}"
+            if started is None
+            else f"started {started.isoformat()} (from {started_source}) before fix(es) {late}"
             if late
             else f"started after all fixes (start from {started_source})",
         ),
@@ -248,7 +263,18 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
 
 
 def audit_run(run: PlannedRun, matrix: Matrix, summary_path: str) -> dict[str, Any]:
-    files = RunFiles.read(summary_path, TrainerContract.of(matrix))
+    """The run's audit; a trainer's file the audit cannot read makes the run invalid with
+    that reason (file and position), never a traceback."""
+    try:
+        files = RunFiles.read(summary_path, TrainerContract.of(matrix))
+    except TrainerOutputError as unreadable:
+        check = Check("trainer_output_readable", False, str(unreadable))
+        return {
+            "run_id": run.run_id,
+            "valid": False,
+            "reasons": [f"{check.name}: {check.detail}"],
+            "checks": [check.as_json()],
+        }
     checks = parameter_checks(run, matrix, files)
     checks += invalid_run_checks(run, matrix, files)
     if run.harness:

@@ -42,6 +42,8 @@ class TrainerContract:
     log_files: tuple[str, ...] = ("train.log",)
     log_head_lines: int = 50
     log_lines: Mapping[str, str] = field(default_factory=lambda: dict(SEED_LOG_LINES))
+    # The audit's name of a config key -> the lab trainer's own name for it.
+    config_keys: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, matrix: Matrix) -> TrainerContract:
@@ -52,7 +54,16 @@ class TrainerContract:
         if "log_files" in values:
             values["log_files"] = tuple(values["log_files"])
         values["log_lines"] = {**SEED_LOG_LINES, **declared.get("log_lines", {})}
+        values["config_keys"] = dict(declared.get("config_keys") or {})
         return cls(**values)
+
+    def audit_keys(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The trainer's flattened config under the audit's key names (config_keys)."""
+        renamed = dict(config)
+        for audit_key, own_key in self.config_keys.items():
+            if own_key in renamed:
+                renamed[audit_key] = renamed.pop(own_key)
+        return renamed
 
     def pattern(self, line: str) -> re.Pattern[str]:
         return re.compile(self.log_lines[line])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import math
 import shlex
 import subprocess
@@ -26,6 +27,7 @@ from filelock import FileLock, Timeout
 from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
 from skilleval.ablation.plan import PlannedRun, effective_config, plan_fingerprint
 from skilleval.ablation.ratios import RATIOS, ratio_sizes
+from skilleval.ablation.trainer_files import move_aside, read_mapping
 from skilleval.config.matrix import Benchmark, Matrix
 from skilleval.errors import RunLockedError, SkillevalError
 from skilleval.records.ablation import AblationSummary
@@ -34,6 +36,7 @@ from skilleval.storage import atomic
 from skilleval.storage.hashing import canonical_hash
 from skilleval.storage.writers import out_root_writers
 
+log = logging.getLogger(__name__)
 BASE_SCORE = {
     "searchqa": 0.80,
     "spreadsheetbench": 0.70,
@@ -236,11 +239,14 @@ def run_command(run: PlannedRun, matrix: Matrix, out_root: Path) -> dict[str, An
             f"trainer wrote no {produced} (trainer.contract.results_file); cannot fill the "
             f"table for {run.run_id}"
         )
-    raw = json.loads(produced.read_text())
+    raw = read_mapping(produced)
     try:
-        result = {key: raw[key] for key in SCORE_KEYS}
+        result: dict[str, Any] = {key: float(raw[key]) for key in SCORE_KEYS}
     except KeyError as missing:
         raise SkillevalError(f"{produced}: trainer summary lacks {missing}") from None
+    except (TypeError, ValueError):
+        values = {key: raw[key] for key in SCORE_KEYS}
+        raise SkillevalError(f"{produced}: the scores are not all numbers: {values}") from None
     result["delta"] = result["best_test_score"] - result["base_score"]
     result.update(
         {
@@ -274,6 +280,10 @@ def build_run(run: PlannedRun, matrix: Matrix, summary_path: str) -> dict[str, A
     try:
         kind = matrix.trainer.kind
         writers = out_root_writers(out_root)
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        earlier = move_aside(out_root, list(launch_files(out_root)), stamp)
+        if earlier is not None:
+            log.info("ablation run %s: an earlier launch's files moved to %s", run.run_id, earlier)
         result = (
             run_sim(run, matrix, out_root) if kind == "sim" else run_command(run, matrix, out_root)
         )

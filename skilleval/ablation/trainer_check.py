@@ -12,7 +12,8 @@ computed.
 from __future__ import annotations
 
 import argparse
-import json
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,14 @@ from typing import Any
 from skilleval.ablation.audit import CONFIG_CHECK_KEYS, RunFiles, flatten, read_log
 from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
 from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.trainer_files import (
+    TrainerOutputError,
+    config_int,
+    parse_count,
+    parse_sizes,
+    parse_start,
+    read_mapping,
+)
 
 
 @dataclass(frozen=True)
@@ -39,15 +48,26 @@ def results_of(out_root: Path, contract: TrainerContract) -> tuple[dict[str, Any
     for name in (KEPT_RESULTS_FILE, contract.results_file):
         path = out_root / name
         if path.is_file():
-            return json.loads(path.read_text()), str(path)
+            return read_mapping(path), str(path)
     return None
 
 
+def readable(read: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``read()``'s value, or None and why the audit could not read it."""
+    try:
+        return read(), None
+    except TrainerOutputError as unreadable:
+        return None, str(unreadable)
+
+
 def trainer_check(out_root: Path, contract: TrainerContract) -> list[Computable]:
-    """What each audit check would read in ``out_root``, found or missing."""
+    """What each audit check would read in ``out_root``, found or missing, each value read
+    by the audit's own parser (ablation.trainer_files)."""
     found: list[Computable] = []
-    results = results_of(out_root, contract)
-    if results is None:
+    results, unreadable = readable(lambda: results_of(out_root, contract))
+    if unreadable is not None:
+        found += [Computable(c, False, unreadable) for c in ("scores", "empty_responses")]
+    elif results is None:
         where = f"no {contract.results_file} in {out_root} (trainer.contract.results_file)"
         found += [Computable("scores", False, where), Computable("empty_responses", False, where)]
     else:
@@ -59,12 +79,14 @@ def trainer_check(out_root: Path, contract: TrainerContract) -> list[Computable]
         said = f"from {path}" if empty else f"{path} does not say empty_response_fraction"
         found.append(Computable("empty_responses", empty, said))
     config_path = out_root / contract.config_file
-    config = flatten(json.loads(config_path.read_text())) if config_path.is_file() else None
+    config, unreadable = (
+        readable(lambda: contract.audit_keys(flatten(read_mapping(config_path))))
+        if config_path.is_file()
+        else (None, f"no {config_path} (trainer.contract.config_file)")
+    )
     for check, needed in CONFIG_CHECK_KEYS.items():
         if config is None:
-            found.append(
-                Computable(check, False, f"no {config_path} (trainer.contract.config_file)")
-            )
+            found.append(Computable(check, False, str(unreadable)))
             continue
         absent = [k for k in needed if k not in config]
         said = f"{config_path} has no {', '.join(absent)}" if absent else f"from {config_path}"
@@ -94,13 +116,23 @@ def log_checks(
 
     lines = {name: files.from_log(name) for name in ("train_size", "batch_sizes")}
     gaps = [no_line(name) for name, found in lines.items() if found is None]
-    settings = ("train.batch_size", "train.accumulation")
-    gaps += [f"the config has no {k}" for k in settings if config is None or k not in config]
+    train, batches_line = lines["train_size"], lines["batch_sizes"]
+    parsers: list[Callable[[], Any]] = [
+        functools.partial(config_int, config or {}, key, config_path)
+        for key in ("train.batch_size", "train.accumulation")
+    ]
+    if train is not None:
+        parsers.append(lambda: parse_count(train[0], "train size", train[1]))
+    if batches_line is not None:
+        parsers.append(lambda: parse_sizes(batches_line[0], batches_line[1]))
+    gaps += [why for _, why in map(readable, parsers) if why is not None]
     batches = ", ".join(f"{n.replace('_', ' ')} from {f[1]}" for n, f in lines.items() if f)
     found = [Computable("batch_logic", not gaps, "; ".join(gaps) or batches)]
     start = files.from_log("start")
     if start is not None:
-        found.append(Computable("started_after_fixes", True, f"start from {start[1]}"))
+        _, bad_start = readable(lambda: parse_start(start[0], start[1]))
+        said = bad_start or f"start from {start[1]}"
+        found.append(Computable("started_after_fixes", bad_start is None, said))
     else:  # the audit then takes the time the trainer wrote its config
         fallback = f"{no_line('start')}; the audit would use the modification time of"
         said = f"{fallback} {config_path}" if config is not None else f"{no_line('start')}"

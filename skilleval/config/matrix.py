@@ -43,6 +43,7 @@ class Contract(Section):
     log_files: list[str] | None = None
     log_head_lines: int | None = None
     log_lines: LogLines | None = None
+    config_keys: dict[str, str] | None = None
 
 
 class Trainer(Section):
