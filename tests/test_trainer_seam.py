@@ -12,11 +12,13 @@ import yaml
 
 from skilleval.ablation.audit import audit_run
 from skilleval.ablation.contract import TrainerContract
+from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.plan import plan
 from skilleval.ablation.trainer import build_run
 from skilleval.ablation.trainer_check import trainer_check
 from skilleval.ablation.trainer_files import TrainerOutputError, read_mapping
 from skilleval.config.matrix import Matrix
-from skilleval.errors import SkillevalError
+from skilleval.errors import ConfigError, SkillevalError
 from tests.conftest import with_trainer
 from tests.test_ablation import command_trainer, runs_by_id
 
@@ -144,3 +146,23 @@ def test_a_yaml_config_in_the_lab_s_own_key_names_is_read(
     (out_root / "effective.yaml").write_text("train: {batch_size: 40\n")
     with pytest.raises(SkillevalError, match=r"effective.yaml: not valid YAML at line 2"):
         read_mapping(out_root / "effective.yaml")
+
+
+def test_a_lab_matrix_writes_only_what_differs(tmp_path: Path) -> None:
+    shipped = Path("config/ablation/matrix.yaml").resolve()
+    lab = tmp_path / "lab-matrix.yaml"
+    lab.write_text(
+        f"extends: {shipped}\n"
+        "trainer: {kind: command, root: /srv/trainer, python: python3}\n"
+        "benchmarks: {docvqa: {max_tokens: 8192}}\n"
+    )
+    matrix = load_matrix(lab)
+    base = load_matrix(shipped)
+    assert (matrix.trainer.kind, matrix.trainer.root) == ("command", "/srv/trainer")
+    assert matrix.benchmarks["docvqa"].max_tokens == 8192
+    assert matrix.benchmarks["docvqa"].config == base.benchmarks["docvqa"].config
+    assert len(plan(matrix)) == len(plan(base))
+    (tmp_path / "loop.yaml").write_text("extends: lab-matrix.yaml\n")
+    lab.write_text("extends: loop.yaml\n")
+    with pytest.raises(ConfigError, match="extends a matrix that extends this one"):
+        load_matrix(lab)
