@@ -7,7 +7,9 @@ metrics in a second module, ``lab_env.scoring``, as a lab with a points scale do
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import socket
 import threading
 import time
@@ -22,12 +24,16 @@ import lab_env.scoring
 import pytest
 
 from skilleval.env.adapters import find_adapter
+from skilleval.env.contract import contract_violations
 from skilleval.env.metrics import MetricContract
-from skilleval.errors import ContractBreach, SkillevalError
+from skilleval.errors import ConfigError, ContractBreach, SkillevalError
 from skilleval.runs import evaluation
 from skilleval.runs.inputs import RunInputs
-from skilleval.world.server import start_servers
-from tests.conftest import AS_LAUNCHED, environment_server, read_jsonl, run_inputs
+from skilleval.workflow.as_snakemake import snakemake_config
+from skilleval.workflow.env_check import env_check
+from skilleval.world.server import JsonHandler, KillableServer, start_servers
+from tests.conftest import AS_LAUNCHED, REPO, environment_server, read_jsonl, run_inputs
+from tests.test_lab_adapter import world_config
 
 
 def lab_inputs(world: Path, url: str, **execution: Any) -> RunInputs:
@@ -168,3 +174,135 @@ def test_a_lab_server_that_never_comes_is_one_line_after_the_budget(
     said = str(stopped.value)
     assert f"environment server {url}" in said and "outage budget of 1 s" in said, said
     assert "InfrastructureError" not in said.split("(its adapter")[0]
+
+
+class UnitShop(JsonHandler):
+    """A lab's unit-conversion environment on the lab_env wire (its own tool, graded per
+    task): ``mode`` plants one fault. ``points``: it grades on a 0-100 scale that the
+    adapter passes on; ``new_problem``: each start of a task draws a new problem."""
+
+    mode = ""
+    starts: ClassVar = itertools.count()
+    TOOL: ClassVar = {
+        "type": "function",
+        "function": {
+            "name": "convert",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "value": {"type": "number"},
+                    "unit": {"type": "string", "enum": ["m", "ft"]},
+                },
+                "required": ["value", "unit"],
+            },
+        },
+    }
+
+    def do_GET(self) -> None:
+        if self.path == "/info":
+            self.reply(200, {"tools": [self.TOOL]})
+            return
+        task = self.path.split("/")[2].split("@")[0]
+        share = (sum(map(ord, task)) % 4) / 4  # each task its own grade
+        scale = 100.0 if self.mode == "points" else 1.0
+        grades = {f"r_{m}": share * scale for m in ("strict", "category", "budget", "attrs")}
+        self.reply(200, {"reward": share * scale, "r_success": 0.0, **grades})
+
+    def do_POST(self) -> None:
+        request = self.body()
+        if self.path == "/episodes":
+            task = request["task_id"]
+            drawn = next(self.starts) if self.mode == "new_problem" else 0
+            instruction = f"Convert {10 + drawn} m to ft for {task}."
+            self.reply(
+                200, {"episode_id": f"{task}@{next(self.starts)}", "instruction": instruction}
+            )
+        elif request.get("name") != "convert" or not isinstance(
+            request["arguments"].get("value"), int | float
+        ):
+            self.reply(200, {"observation": "unusable call", "done": False})
+        else:
+            self.reply(
+                200,
+                {"observation": f"{request['arguments']['value'] * 3.28084:.2f}", "done": False},
+            )
+
+    def do_DELETE(self) -> None:
+        self.reply(200, {})
+
+
+@contextmanager
+def unit_shop(mode: str) -> Iterator[str]:
+    server = KillableServer(("127.0.0.1", 0), type("Planted", (UnitShop,), {"mode": mode}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class LeakyEpisode(lab_env.adapter.LabShopEpisode):
+    def rewards(self) -> dict[str, float]:
+        """The grade of the episode opened last, not this one's: the bug under test."""
+        opened = self.shop.last_opened  # type: ignore[attr-defined]
+        return lab_env.scoring.rewards_of(self.shop.call("GET", f"/episodes/{opened}/rewards"))
+
+
+class LeakyShop(lab_env.adapter.LabShop):
+    def start(self, task_id: str) -> lab_env.adapter.LabShopEpisode:
+        episode = super().start(task_id)
+        self.last_opened = episode.episode_id
+        return LeakyEpisode(self, episode.episode_id, episode.instruction)
+
+
+def rules_broken(small_world: Path, mode: str) -> dict[int, list[str]]:
+    with unit_shop(mode) as url:
+        checked = env_check(world_config(small_world, url, "lab-shop"))
+    found: dict[int, list[str]] = {}
+    for violation in checked.violations:
+        found.setdefault(violation.rule, []).append(str(violation))
+    report = checked.report()
+    assert all(f"fix of rule {rule}: " in report for rule in found), report
+    return found
+
+
+def test_env_check_passes_the_unit_shop_as_it_should_be(small_world: Path) -> None:
+    assert rules_broken(small_world, "") == {}
+
+
+def test_env_check_reports_a_points_scale_as_rule_4(small_world: Path) -> None:
+    found = rules_broken(small_world, "points")
+    assert set(found) == {4}, found
+    assert any(re.search(r"reward = (25|50|75)\.0 is outside \[0, 1\]", v) for v in found[4])
+
+
+def test_env_check_reports_a_new_problem_per_start_as_rule_6(small_world: Path) -> None:
+    found = rules_broken(small_world, "new_problem")
+    assert set(found) == {6}, found
+    assert "started twice and stepped alike presents another instruction" in found[6][0]
+
+
+def test_env_check_reports_rewards_read_from_another_episode_as_rule_5() -> None:
+    with unit_shop("") as url:
+        adapter = LeakyShop({"url": url, "slots": 4})
+        found = contract_violations(adapter, ["task-a", "task-b", "task-c"])
+        honest = contract_violations(
+            lab_env.adapter.LabShop({"url": url, "slots": 4}), ["task-a", "task-b", "task-c"]
+        )
+    assert [v.rule for v in found] == [5], found
+    assert "task task-a: rewards" in str(found[0]) and "reads another episode's state" in str(
+        found[0]
+    )
+    assert honest == []
+
+
+def test_env_check_reads_the_config_as_the_workflow_does(tmp_path: Path) -> None:
+    """An overlay that changes a frozen protocol is refused by env check's reading of the
+    config, as the workflow refuses it when parsed."""
+    overlay = tmp_path / "lab.yaml"
+    overlay.write_text("protocols: {local-sglang: {environment: {slots: 64}}}\n")
+    with pytest.raises(
+        ConfigError, match=r"protocol local-sglang is frozen; .* environment\.slots"
+    ):
+        snakemake_config(REPO, [str(overlay)], None)

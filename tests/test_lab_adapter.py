@@ -188,7 +188,7 @@ def test_env_check_passes_against_serve_world(small_world: Path, adapter: str) -
 
 BREAKS = {
     "tools": ("tool 0 is not {'type': 'function', 'function': {...}}", "unique names"),
-    "reward": ("reward 1.7 is not in [0, 1]", "'reward' in [0, 1]"),
+    "reward": ("reward = 1.7 is outside [0, 1]", "'reward' in [0, 1]"),
     "step": ("step('search', {}) raised InfrastructureError", "answer an unknown tool"),
 }
 
@@ -202,7 +202,7 @@ def test_env_check_names_each_violation_of_a_broken_server_with_its_fix(
         checked = env_check(world_config(small_world, url))
     report = checked.report()
     assert any(problem in str(v) for v in checked.violations), report
-    assert "    fix: " in report and fix in report, report
+    assert "  fix of rule " in report and fix in report, report
 
 
 def test_a_model_run_on_a_broken_environment_stops_before_it_leases_a_card(

@@ -10,14 +10,17 @@ nothing for a few of its tasks:
 3. ``step`` answers every call with a ``StepResult`` (text observation, bool done): a tool
    the environment does not know, or arguments it cannot use, are the model's mistakes,
    answered in the observation, never raised.
-4. ``rewards()`` holds ``reward`` in [0, 1] (the main metric, memo §0: r_strict) and
-   ``r_success`` in {0, 1}, every value a float, the same on every read.
-5. ``close()`` may be called twice; episodes of two tasks open at once do not share state.
+4. ``rewards()`` holds ``reward`` in [0, 1] (the main metric, memo §0: r_strict),
+   ``r_success`` in {0, 1} and every metric the protocol declares, in range (env.metrics),
+   every value a float, the same on every read.
+5. ``close()`` may be called twice; episodes of two tasks open at once do not share state:
+   each one's rewards are its own, whatever the other did.
+6. The same task id is the same task on every start: the same instruction, tools and
+   observation of the same first call (the paired bootstrap pairs episodes by task id).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,10 +38,13 @@ FIXES = {
     "unknown task id is a configuration error of the split, not an empty episode",
     3: "answer an unknown tool or unusable arguments with an observation that says so "
     "(the model's mistake), and return StepResult(observation: str, done: bool)",
-    4: "rewards() must give 'reward' in [0, 1] and 'r_success' 0.0 or 1.0, finite floats, "
-    "the same on every read",
-    5: "close() must free the episode once and do nothing on a second call; episodes of two "
-    "tasks must not share state",
+    4: "rewards() must give 'reward' in [0, 1], 'r_success' 0.0 or 1.0 and every metric the "
+    "protocol declares in its range (map a points scale onto [0, 1], or declare the range in "
+    "the adapter's metrics attribute), finite floats, the same on every read",
+    5: "close() must free the episode once and do nothing on a second call; keep each "
+    "episode's state (its id, its grade) in the episode object, never in the adapter",
+    6: "start(task_id) must open the same task each time: seed the server's task from the "
+    "task id, never from a clock or a counter",
 }
 
 
@@ -100,25 +106,63 @@ def step_violations(episode: EpisodeHandle, call: ToolCall) -> list[Violation]:
     return []
 
 
-def reward_violations(episode: EpisodeHandle, task_id: str) -> list[Violation]:
+def reward_violations(
+    episode: EpisodeHandle, task_id: str, metrics: MetricContract
+) -> tuple[list[Violation], dict[str, float] | None]:
+    """Rule 4 on one episode's rewards, and the rewards read (None if unreadable)."""
     try:
         first, second = episode.rewards(), episode.rewards()
     except Exception as error:
-        return [Violation(4, f"task {task_id}: rewards() raised {type(error).__name__}: {error}")]
-    problems: list[Violation] = []
+        problem = f"task {task_id}: rewards() raised {type(error).__name__}: {error}"
+        return [Violation(4, problem)], None
+    problems = [Violation(4, f"task {task_id}: {p}") for p in metrics.violations(first)]
     if first != second:
         problems.append(Violation(4, f"task {task_id}: rewards() changed between two reads"))
-    if not all(isinstance(v, float) and math.isfinite(v) for v in first.values()):
-        problems.append(Violation(4, f"task {task_id}: rewards are not all finite floats: {first}"))
-    if not 0.0 <= first.get("reward", -1.0) <= 1.0:
-        problems.append(
-            Violation(4, f"task {task_id}: reward {first.get('reward')!r} is not in [0, 1]")
-        )
-    if first.get("r_success") not in (0.0, 1.0):
-        problems.append(
-            Violation(4, f"task {task_id}: r_success {first.get('r_success')!r} is not 0 or 1")
-        )
-    return problems
+    return problems, first
+
+
+def schema_value(schema: Any) -> Any:
+    """A value a JSON Schema accepts, as a model would fill it: the first enum value or
+    example, else the simplest value of its type (objects with their required keys)."""
+    if not isinstance(schema, dict):
+        return "x"
+    for listed in ("enum", "examples"):
+        if isinstance(schema.get(listed), list) and schema[listed]:
+            return schema[listed][0]
+    if "default" in schema:
+        return schema["default"]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object" or "properties" in schema:
+        return schema_arguments(schema)
+    simple = {"integer": schema.get("minimum", 1), "number": schema.get("minimum", 1.0)}
+    simple |= {"boolean": True, "array": [], "null": None}
+    return simple.get(str(kind), "x")
+
+
+def schema_arguments(parameters: Any) -> dict[str, Any]:
+    """Arguments for a tool from its parameters' JSON Schema: every property filled."""
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(properties, dict):
+        return {}
+    return {name: schema_value(spec) for name, spec in properties.items()}
+
+
+def probe_calls(tools: list[dict[str, Any]]) -> list[ToolCall]:
+    """The calls env check steps each episode with, in order: every tool with arguments
+    from its own schema, then with arguments missing and unusable, then an unknown tool."""
+    functions = [tool["function"] for tool in tools]
+    calls = [
+        ToolCall(f"s{i}", f["name"], schema_arguments(f.get("parameters")))
+        for i, f in enumerate(functions)
+    ]
+    calls += [ToolCall(f"c{i}", f["name"], {}) for i, f in enumerate(functions)]
+    calls += [
+        ToolCall(f"b{i}", f["name"], {"no_such_argument": [1, None]})
+        for i, f in enumerate(functions)
+    ]
+    calls.append(ToolCall("unknown", "no_such_tool_in_any_environment", {"x": 1}))
+    return calls
 
 
 def start_violations(
@@ -168,20 +212,22 @@ def unstepped_reward_violations(
     return [Violation(4, f"task {task_id}: {p}") for p in metrics.violations(rewards)]
 
 
-def contract_violations(environment: Environment, task_ids: Sequence[str]) -> list[Violation]:
+def contract_violations(
+    environment: Environment, task_ids: Sequence[str], metrics: MetricContract | None = None
+) -> list[Violation]:
     """Every way ``environment`` breaks the contract above on these tasks (two at least,
-    whose episodes are open at once); each violation carries its rule and fix."""
+    whose episodes are open at once); each violation carries its rule and fix. ``metrics``:
+    the rewards the protocol declares (by default, the contract's own two)."""
+    metrics = metrics or MetricContract.of("reward", [], "the adapter")
     problems = start_violations(environment, task_ids[0])
     if problems:
         return problems
     tools = environment.tools()
     if environment.tools() != tools:
         problems.append(Violation(1, "tools() gave another list on its second call"))
-    names = [t["function"]["name"] for t in tools]
-    calls = [ToolCall(f"c{i}", name, {}) for i, name in enumerate(names)]  # arguments missing
-    calls += [ToolCall(f"b{i}", n, {"no_such_argument": [1, None]}) for i, n in enumerate(names)]
-    calls.append(ToolCall("unknown", "no_such_tool_in_any_environment", {"x": 1}))
+    calls = probe_calls(tools)
     episodes: list[tuple[str, EpisodeHandle]] = []
+    together: dict[str, dict[str, float]] = {}
     try:
         for task_id in task_ids:
             try:
@@ -195,7 +241,11 @@ def contract_violations(environment: Environment, task_ids: Sequence[str]) -> li
                 problems.append(Violation(2, f"task {task_id}: the episode has no instruction"))
             for call in calls:
                 problems += step_violations(episode, call)
-            problems += reward_violations(episode, task_id)
+        for task_id, episode in episodes:  # every episode stepped before any is read
+            found, rewards = reward_violations(episode, task_id, metrics)
+            problems += found
+            if rewards is not None:
+                together[task_id] = rewards
         if len(episodes) >= 2 and episodes[0][1].instruction == episodes[1][1].instruction:
             problems.append(
                 Violation(5, "two tasks' episodes have the same instruction: shared state?")
@@ -203,7 +253,60 @@ def contract_violations(environment: Environment, task_ids: Sequence[str]) -> li
     finally:
         for _, episode in episodes:
             problems += close_violations(episode)
-    return problems
+    return problems + replay_violations(environment, task_ids[0], calls, together)
+
+
+def presented(environment: Environment, task_id: str, calls: list[ToolCall]) -> tuple[Any, ...]:
+    """What one episode of ``task_id`` shows when stepped alone with ``calls``: its
+    instruction, the tools, each observation, and its rewards."""
+    episode = environment.start(task_id)
+    try:
+        observations = []
+        for call in calls:
+            try:
+                observations.append(episode.step(call).observation)
+            except Exception as error:  # rule 3's, reported there
+                observations.append(f"raised {type(error).__name__}")
+        return episode.instruction, environment.tools(), observations, episode.rewards()
+    finally:
+        episode.close()
+
+
+def replay_violations(
+    environment: Environment,
+    task_id: str,
+    calls: list[ToolCall],
+    together: dict[str, dict[str, float]],
+) -> list[Violation]:
+    """Rule 6: the task started twice alone, stepped alike, presents the same; rule 5: its
+    rewards alone equal those it had beside another task's episode."""
+    try:
+        first, second = (presented(environment, task_id, calls) for _ in range(2))
+    except (InfrastructureError, OutageError):
+        raise
+    except Exception as error:
+        return [Violation(6, f"task {task_id} could not be replayed: {error}")]
+    parts = ("instruction", "tools", "observations", "rewards")
+    differing = [part for part, a, b in zip(parts, first, second, strict=True) if a != b]
+    if differing:
+        return [
+            Violation(
+                6,
+                f"task {task_id} started twice and stepped alike presents another "
+                f"{', '.join(differing)} (first instruction {str(first[0])[:60]!r}, then "
+                f"{str(second[0])[:60]!r})",
+            )
+        ]
+    beside = together.get(task_id)
+    if beside is not None and beside != first[3]:
+        return [
+            Violation(
+                5,
+                f"task {task_id}: rewards {beside} while another task's episode was open, "
+                f"{first[3]} alone: its rewards() reads another episode's state",
+            )
+        ]
+    return []
 
 
 def close_violations(episode: EpisodeHandle) -> list[Violation]:

@@ -1,4 +1,6 @@
-"""The config as Snakemake sees it, for the commands that read it outside a build."""
+"""The config as Snakemake sees it, for the commands that read it outside a build: merged
+and checked as the workflow checks it when parsed (its schema, its rules, the frozen
+protocols)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from skilleval.config.loading import config_sources, merged_config
 from skilleval.config.model import Config
 from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
+from skilleval.workflow.frozen import check_frozen, load_registry
 from skilleval.workflow.plan import WorkflowPlan
 
 
@@ -35,7 +38,12 @@ def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None
         if profile_file is None:
             raise SkillevalError(f"--profile {profile}: no config.yaml in {root / profile}")
         update_config(config, yaml.safe_load(profile_file.read_text()).get("config") or {})
-    return validate_config(config, config_sources(files))
+    sources = config_sources(files)
+    typed = validate_config(config, sources)
+    registry = root / paths.FROZEN_PROTOCOLS
+    shipped = sources.files[0].data.get("protocols", {})
+    check_frozen(config["protocols"], shipped, load_registry(registry), sources, str(registry))
+    return typed
 
 
 def check_declared_run(directory: Path, root: Path) -> None:

@@ -1,11 +1,14 @@
 """``skilleval env check``: the environment adapter's contract, run against the live server
 before any card is paid for.
 
-It opens a few episodes of the protocol's split through the configured adapter (built in
-or a lab's), two of them at once, and runs skilleval/env/contract.py on them: tools, start,
-steps on every tool with missing and unusable arguments and on an unknown tool, rewards'
-range and stability, close twice. Each violation is printed with its fix. A model run
-checks the tools and start part itself before it leases a card.
+It reads the config as the workflow does (frozen protocols included), opens a few episodes
+of the protocol's split through the configured adapter (built in or a lab's), two of them
+at once, and runs skilleval/env/contract.py on them: tools, start, steps on every tool with
+arguments from its own schema, with missing and unusable ones and on an unknown tool, the
+protocol's metrics in their ranges and stable, the same task started twice, each
+episode's rewards its own, close twice. Each violation is printed with its rule's number
+and fix. A model run checks the tools, start and metrics part itself before it leases a
+card, and every episode's rewards as they are recorded.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from typing import Any
 
 from skilleval.config.model import Config
 from skilleval.env.adapters import IDENTITY_KEY
-from skilleval.env.contract import Violation, contract_violations
+from skilleval.env.contract import FIXES, Violation, contract_violations
 from skilleval.errors import SkillevalError
-from skilleval.runs.backends import run_environment
+from skilleval.runs.backends import metric_contract, run_environment
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.outage import RetryLedger
 from skilleval.workflow.plan import WorkflowPlan
@@ -41,8 +44,9 @@ class EnvCheck:
         if not self.violations:
             return f"{head} keeps the contract (skilleval/env/contract.py)"
         lines = [f"{head} {len(self.violations)} violation(s) of skilleval/env/contract.py"]
-        for problem in self.violations:
-            lines += [f"  - {problem}", f"    fix: {problem.fix}"]
+        lines += [f"  - rule {problem.rule}: {problem}" for problem in self.violations]
+        rules = sorted({problem.rule for problem in self.violations})
+        lines += [f"  fix of rule {rule}: {FIXES[rule]}" for rule in rules]
         return "\n".join(lines)
 
 
@@ -79,7 +83,9 @@ def env_check(
     backend = inputs.backends["environment"]
     adapter = inputs.backends.get(IDENTITY_KEY, backend)  # a lab's: its planned identity
     task_ids = split_task_ids(inputs.split_file, inputs.split, max(n_tasks, 2))
-    violations = contract_violations(run_environment(inputs, RetryLedger(), wait_s), task_ids)
+    environment = run_environment(inputs, RetryLedger(), wait_s)
+    metrics = metric_contract(inputs, environment)
+    violations = contract_violations(environment, task_ids, metrics)
     url = None if backend == "shopsim" else inputs.environment()["url"]
     return EnvCheck(adapter, url, task_ids, violations)
 
