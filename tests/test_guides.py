@@ -87,7 +87,7 @@ def test_the_guides_run_as_written(small_paper: Path) -> None:
     background: list[subprocess.Popen[bytes]] = []
     try:
         for guide in GUIDES:
-            for file, language, text in blocks(guide):
+            for file, _language, text in blocks(guide):
                 if file is not None:
                     (workdir / file).write_text(with_ports(text, ports))
                     continue
