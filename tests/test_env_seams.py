@@ -306,3 +306,10 @@ def test_env_check_reads_the_config_as_the_workflow_does(tmp_path: Path) -> None
         ConfigError, match=r"protocol local-sglang is frozen; .* environment\.slots"
     ):
         snakemake_config(REPO, [str(overlay)], None)
+
+
+def test_env_check_waits_for_a_lab_server_not_yet_up(small_world: Path) -> None:
+    """``--wait`` works for a lab's adapter as for the built-in one."""
+    with server_up_after(small_world, 2.0) as url:
+        checked = env_check(world_config(small_world, url, "lab-shop"), wait_s=30)
+    assert checked.violations == [], checked.report()

@@ -277,6 +277,14 @@ def test_the_main_table_csvs_are_numbers_a_reader_loads(built: Path) -> None:
     runs = pd.read_csv(tables / "main.csv", comment="#")
     for column in ("reward", "r_success", "coverage", "tokens_per_task"):
         assert runs[column].dtype == float, column
+    # Every auxiliary metric the protocol declares, each run's mean from its summary.
+    for metric in ("r_strict", "r_category", "r_budget", "r_attrs"):
+        assert runs[metric].dtype == float, metric
+        for row in runs.itertuples():
+            summary = json.loads((built / f"results/runs/{row.run}/summary.json").read_text())
+            assert getattr(row, metric) == pytest.approx(summary[metric]), (row.run, metric)
+    markdown_header = (tables / "main.md").read_text().split("## Runs")[1].splitlines()[4]
+    assert "| r_success | r_attrs | r_budget | r_category | r_strict |" in markdown_header
     markdown, tex = (tables / "main.md").read_text(), (tables / "main.tex").read_text()
     assert "<0.001" not in tex  # OT1 would print it as "¡0.001"
     assert ("\\textless{}0.001" in tex) == ("<0.001" in markdown)

@@ -203,21 +203,9 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
     empty = float(reported) if reported is not None else None
     rate = re.findall(rules.rate_limit_pattern, files.log)
     crash = re.findall(rules.crash_pattern, files.log)
-    started: dt.datetime | None
-    try:
-        started, started_source = files.started()
-    except TrainerOutputError as unreadable:
-        started, started_source = None, str(unreadable)
     writers: dict[str, Any] = summary.get("provenance", {}).get("writers") or {}
     root = config.get(OUT_ROOT_KEY)
     same_root = root is not None and Path(str(root)).resolve() == Path(run.out_root).resolve()
-    late = [
-        fix.name
-        for fix in rules.fixes
-        if run.benchmark in fix.benchmarks
-        and started is not None
-        and started < dt.datetime.fromisoformat(fix.fixed_at)
-    ]
     return [
         Check(
             "unique_out_root",
@@ -250,16 +238,28 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
             if summary.get("single_writer") is True
             else str(writers.get("single_writer_detail") or "no record of other writers"),
         ),
-        Check(
-            "started_after_fixes",
-            started is not None and not late,
-            f"unknown start: {started_source}"
-            if started is None
-            else f"started {started.isoformat()} (from {started_source}) before fix(es) {late}"
-            if late
-            else f"started after all fixes (start from {started_source})",
-        ),
+        started_check(run, matrix, files),
     ]
+
+
+def started_check(run: PlannedRun, matrix: Matrix, files: RunFiles) -> Check:
+    """Whether the run started after every fix of its benchmark; an unreadable start fails."""
+    try:
+        started, source = files.started()
+    except TrainerOutputError as unreadable:
+        return Check("started_after_fixes", False, f"unknown start: {unreadable}")
+    late = [
+        fix.name
+        for fix in matrix.invalid_rules.fixes
+        if run.benchmark in fix.benchmarks and started < dt.datetime.fromisoformat(fix.fixed_at)
+    ]
+    return Check(
+        "started_after_fixes",
+        not late,
+        f"started {started.isoformat()} (from {source}) before fix(es) {late}"
+        if late
+        else f"started after all fixes (start from {source})",
+    )
 
 
 def audit_run(run: PlannedRun, matrix: Matrix, summary_path: str) -> dict[str, Any]:

@@ -64,6 +64,7 @@ EVIDENCE: dict[str, str] = {
     "skilleval.ablation.ratios": "the ratio sizes a run's train size comes from",
     "skilleval.ablation.audit": "the audit written beside each run",
     "skilleval.ablation.contract": "which files and log lines of a trainer the audit reads",
+    "skilleval.ablation.trainer_files": "how the audit parses a trainer's files and values",
     "skilleval.records.ablation": "the ablation summary's fields",
     "skilleval.records.policy": "the turns and tool calls a policy and the rollout exchange",
     "skilleval.records.env": "the observations and steps an environment returns",

@@ -200,13 +200,16 @@ def render_main_table(
         )
     )
     confidence = percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "95\\%"
+    # The copies (CSV, Markdown, HTML) show every declared auxiliary metric; the LaTeX
+    # table keeps the paper's columns.
+    auxiliary = auxiliary_metrics(runs)
+    keys = ("name", "bank", "reward", "r_success", *auxiliary, "coverage", "tokens")
+    header = (*RUN_HEADER[:4], *(latex_escape(m) for m in auxiliary), *RUN_HEADER[4:])
     runs_section = Section(
         "Runs",
         "runs",
-        RUN_HEADER,
-        noted_rows(
-            run_cells, ("name", "bank", "reward", "r_success", "coverage", "tokens"), runs["note"]
-        ),
+        header,
+        noted_rows(run_cells, keys, runs["note"]),
         data=runs[run_data_columns(runs)],
         units=RUN_UNITS,
     )
@@ -230,13 +233,17 @@ RUN_UNITS = (
 )
 
 
+def auxiliary_metrics(runs: pd.DataFrame) -> list[str]:
+    """The declared metrics of any run besides reward and r_success, sorted."""
+    return sorted(c for c in runs.columns if c.startswith("r_") and c not in RUN_DATA)
+
+
 def run_data_columns(runs: pd.DataFrame) -> list[str]:
     """The runs CSV's columns: RUN_DATA with every declared auxiliary metric of any run
     after r_success (empty where a run's protocol does not declare it)."""
     fixed = list(RUN_DATA)
-    auxiliary = sorted(c for c in runs.columns if c.startswith("r_") and c not in fixed)
     at = fixed.index("r_success") + 1
-    return fixed[:at] + auxiliary + fixed[at:]
+    return fixed[:at] + auxiliary_metrics(runs) + fixed[at:]
 
 
 CONTRAST_DATA = (
@@ -267,6 +274,7 @@ def contrast_section(
 def _run_cells(runs: pd.DataFrame, notes: Notes) -> list[dict[str, str]]:
     # Runs of several splits or protocols in one table: each row says its own.
     mixed = any(runs[column].nunique() > 1 for column in ("split", "protocol", "prompt"))
+    auxiliary = auxiliary_metrics(runs)
     return [
         {
             "name": latex_escape(row.run)
@@ -280,6 +288,11 @@ def _run_cells(runs: pd.DataFrame, notes: Notes) -> list[dict[str, str]]:
             "bank": latex_escape(row.bank),
             "reward": f"{row.reward:.4f}",
             "r_success": f"{row.r_success:.4f}",
+            **{
+                metric: "--" if pd.isna(value) else f"{value:.4f}"
+                for metric, value in row._asdict().items()
+                if metric in auxiliary
+            },
             "coverage": f"{row.coverage:.3f}",
             "tokens": f"{row.tokens_per_task:,.0f}".replace(",", "{,}"),
         }

@@ -23,6 +23,7 @@ from skilleval.errors import CoverageError, OutageError
 from skilleval.logs import resume_command
 from skilleval.provenance.evidence import model_run_code
 from skilleval.records.env import Environment
+from skilleval.records.policy import Policy
 from skilleval.records.provenance import provenance
 from skilleval.records.runs import RunSummary
 from skilleval.runs.backends import (
@@ -160,16 +161,7 @@ def _evaluate(
         with resume_hint(inputs.run, outputs["summary.json"]):
             service_start = service.check()
         policy = make_policy(inputs, service, ledger, fault_rate)
-        max_steps = inputs.protocol["runtime"]["max_steps"]
-        deadline_s = inputs.protocol["runtime"]["episode_timeout_s"]
-        metrics = metric_contract(inputs, environment)
-
-        def episode(task_id: str, repeat: int) -> EpisodeResult:
-            prompt = resolved.prompts[task_id]
-            ended = run_episode(policy, environment, task_id, prompt, max_steps, repeat, deadline_s)
-            metrics.check(task_id, ended.rewards)
-            return ended
-
+        episode = episode_runner(inputs, resolved, policy, environment)
         with resume_hint(inputs.run, outputs["summary.json"]):
             if any(key not in journal.records for key in resolved.keys):
                 preflight = getattr(policy, "preflight", None)
@@ -194,6 +186,24 @@ def _evaluate(
         record.coverage,
     )
     return record.as_json()
+
+
+def episode_runner(
+    inputs: RunInputs, resolved: ResolvedRun, policy: Policy, environment: Environment
+) -> EpisodeFn:
+    """One episode of the run, its rewards checked against the protocol's metrics as it
+    ends (env.metrics): a breach stops the run before the episode is recorded."""
+    max_steps = inputs.protocol["runtime"]["max_steps"]
+    deadline_s = inputs.protocol["runtime"]["episode_timeout_s"]
+    metrics = metric_contract(inputs, environment)
+
+    def episode(task_id: str, repeat: int) -> EpisodeResult:
+        prompt = resolved.prompts[task_id]
+        ended = run_episode(policy, environment, task_id, prompt, max_steps, repeat, deadline_s)
+        metrics.check(task_id, ended.rewards)
+        return ended
+
+    return episode
 
 
 def checked_environment(
