@@ -108,8 +108,22 @@ class Interrupted(SystemExit):
         self.signal_name = signal.Signals(signum).name
 
 
+# The signals received so far: a library may catch the Interrupted raised inside it and
+# raise its own error instead (pydantic-core wraps it in a SchemaError while it builds a
+# validator), and the job must still end as interrupted.
+RECEIVED: list[int] = []
+
+
 def _raise_interrupted(signum: int, _frame: FrameType | None) -> None:
+    RECEIVED.append(signum)
     raise Interrupted(signum)
+
+
+def as_interrupt(error: BaseException) -> Interrupted | None:
+    """``error`` as the interrupt it is or stands for; None when no signal came."""
+    if isinstance(error, Interrupted):
+        return error
+    return Interrupted(RECEIVED[0]) if RECEIVED else None
 
 
 def quiet_interrupts() -> None:
@@ -198,15 +212,18 @@ def logged(path: str, job: Any = None, level: int = logging.INFO) -> Iterator[lo
             root.error("%s", error)
             to_terminal(f"{error} (log: {path})")
             raise SystemExit(1) from None
-        except Interrupted as interrupt:
+        except BaseException as error:
+            interrupt = as_interrupt(error)
+            if interrupt is None:
+                root.exception("job failed")
+                raise
             root.warning(
                 "interrupted by %s; a re-run resumes from what is kept", interrupt.signal_name
             )
             if job is None:  # a build's logger plugin names each stopped job itself
                 to_terminal(f"interrupted by {interrupt.signal_name} (log: {path})")
-            raise
-        except BaseException:
-            root.exception("job failed")
-            raise
+            if interrupt is error:
+                raise
+            raise interrupt from None
         finally:
             root.removeHandler(handler)

@@ -317,3 +317,27 @@ def test_a_build_prints_one_line_per_job_and_a_dry_run_lists_every_job(
     listing = dry.stdout + dry.stderr
     assert "rule eval_run:" in listing and "    output: results/runs/" in listing
     assert "reason: Forced execution" in listing
+
+
+def test_an_interrupt_a_library_turned_into_its_own_error_still_ends_the_job_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic-core wraps an exception raised while it builds a validator (a Ctrl-C
+    landing there) in a SchemaError: the job still ends as interrupted, no traceback."""
+    import signal
+
+    from skilleval import logs
+
+    monkeypatch.setattr(logs, "RECEIVED", [])
+    log = tmp_path / "job.log"
+    with pytest.raises(logs.Interrupted) as stopped, logged(str(log)):
+        try:
+            logs._raise_interrupted(signal.SIGINT, None)
+        except logs.Interrupted as interrupt:
+            raise RuntimeError(f"Interrupted: {interrupt.code}") from None
+    assert stopped.value.signal_name == "SIGINT" and stopped.value.code == 130
+    assert "Traceback" not in log.read_text() and "interrupted by SIGINT" in log.read_text()
+    monkeypatch.setattr(logs, "RECEIVED", [])
+    with pytest.raises(RuntimeError), logged(str(tmp_path / "other.log")):
+        raise RuntimeError("a real defect")
+    assert "Traceback" in (tmp_path / "other.log").read_text()

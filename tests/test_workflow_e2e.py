@@ -388,7 +388,8 @@ def test_every_table_copy_reads_like_the_pdf(built: Path) -> None:
         assert "+0.95" not in md + html, table
     main = (tables / "main.md").read_text()
     # No row has a note on the default world, so the copies have no Note column.
-    assert "| Run | Skills | Reward | r_success | Coverage | Tokens/task |\n" in main
+    header = "| Run | Skills | Reward | r_success | r_attrs | r_budget | r_category | r_strict |"
+    assert f"{header} Coverage | Tokens/task |\n" in main
     assert "95% CI" in main and "| base-free | none |" in main
 
 
