@@ -15,9 +15,9 @@ from skilleval.ablation.trainer_check import add_trainer_command
 from skilleval.config.model import Config
 from skilleval.errors import ServiceError, SkillevalError
 from skilleval.logs import Interrupted, quiet_interrupts
-from skilleval.runs.transcripts import add_episode_command
 from skilleval.serving.gpu import lock_directory
 from skilleval.workflow.env_check import add_env_command
+from skilleval.workflow.episode import add_episode_command
 from skilleval.workflow.why import add_why_command
 from skilleval.world.serve_command import add_serve_world
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import dry_run_outputs, snakemake, unfrozen
+from tests.conftest import dry_run_outputs, read_jsonl, skilleval_cli, snakemake, unfrozen
 
 pytestmark = pytest.mark.slow
 
@@ -491,3 +491,19 @@ def test_the_report_links_each_main_and_ranking_row_to_the_records_behind_it(
         block = block[: block.index("</details>")]
         for key in ("fingerprint", "checkpoint_fingerprint", "split_hash", "code_fingerprint"):
             assert summary[key] in block, (run, key)
+
+
+def test_an_episode_shows_how_it_scored_and_a_mistyped_run_is_named(built: Path) -> None:
+    record = next(
+        r for r in read_jsonl(built / "results/runs/base-free/results.jsonl")
+        if r["task_id"] == "test-0000"
+    )  # fmt: skip
+    shown = skilleval_cli(built, "episode", "base-free", "test-0000")
+    assert shown.returncode == 0, shown.stderr
+    assert f"=== scored: reward {record['reward']:.4g}, " in shown.stdout, shown.stdout
+    as_json = json.loads(skilleval_cli(built, "episode", "base-free", "test-0000", "--json").stdout)
+    assert as_json["scores"]["r_success"] == record["r_success"]
+    typo = skilleval_cli(built, "episode", "base-fre", "test-0000")
+    assert typo.returncode == 2 and "(did you mean base-free" in typo.stderr, typo.stderr
+    masked = skilleval_cli(built, "episode", "masked-03", "val-0001")
+    assert masked.returncode == 0 and "=== scored: reward " in masked.stdout, masked.stderr

@@ -10,7 +10,6 @@ a message, so no transcript holds it.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import io
 import json
@@ -18,7 +17,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from skilleval import paths
 from skilleval.errors import SkillevalError
 from skilleval.storage import atomic
 from skilleval.storage.records import check_version, versioned
@@ -106,21 +104,3 @@ def render(episode: dict[str, Any]) -> str:
         end += f" ({episode['error']})"
     lines.append(end)
     return "\n".join(lines)
-
-
-def show_episode(args: argparse.Namespace) -> int:
-    """``skilleval episode RUN TASK``: one episode of a built run, as a reader wants it."""
-    folder = Path(args.root) / paths.fill(paths.RUN_DIR, run=args.run)
-    episode = find_episode(folder / Path(paths.RUN_TRANSCRIPTS).name, args.task, args.repeat)
-    print(json.dumps(episode, indent=1) if args.json else render(episode))
-    return 0
-
-
-def add_episode_command(sub: Any) -> None:
-    episode = sub.add_parser("episode", help="one episode's transcript: what the model said")
-    episode.add_argument("run", help="run name (config runs, rank-*)")
-    episode.add_argument("task", help="task id, as in the run's results.jsonl")
-    episode.add_argument("--repeat", type=int, default=0, help="which repeat of the task")
-    episode.add_argument("--json", action="store_true", help="the transcript record as JSON")
-    episode.add_argument("--root", default=".", help="workflow directory")
-    episode.set_defaults(func=show_episode)
