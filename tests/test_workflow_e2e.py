@@ -388,6 +388,11 @@ def test_every_table_copy_reads_like_the_pdf(built: Path) -> None:
         assert "+0.95" not in md + html, table
     main = (tables / "main.md").read_text()
     # No row has a note on the default world, so the copies have no Note column.
+    pairwise = pd.read_csv(tables / "ranking_contrasts.csv", comment="#")
+    for row in pairwise.itertuples():
+        verdict = json.loads((built / "results/verdicts" / f"{row.contrast}.json").read_text())
+        assert row.confidence == verdict["confidence"], row
+        assert row.p_value == pytest.approx(verdict["p_value"]), row
     header = "| Run | Skills | Reward | r_success | r_attrs | r_budget | r_category | r_strict |"
     assert f"{header} Coverage | Tokens/task |\n" in main
     assert "95% CI" in main and "| base-free | none |" in main

@@ -76,6 +76,8 @@ PAIRWISE_COLUMNS = (
     "estimate",
     "ci_low",
     "ci_high",
+    "confidence",
+    "p_value",
     "verdict",
     "note",
 )
