@@ -5,6 +5,7 @@ name build, and every table names the protocol with its digest."""
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ from skilleval.config.loading import config_sources, merged_config
 from skilleval.errors import ConfigError
 from skilleval.records.runs import RunSummary
 from skilleval.runs.inputs import protocol_digest
-from skilleval.workflow.frozen import check_frozen, load_registry
+from skilleval.workflow.as_snakemake import snakemake_config
+from skilleval.workflow.frozen import check_frozen, file_sha256, load_registry
 from tests.conftest import REPO, snakemake
 
 REGISTRY = REPO / "config" / "frozen-protocols.yaml"
@@ -38,8 +40,32 @@ def overlay(tmp_path: Path, text: str) -> Path:
 def test_the_shipped_protocol_has_its_registered_digest() -> None:
     registry = load_registry(REGISTRY)
     shipped = yaml.safe_load(CONFIG.read_text())["protocols"]
-    assert registry == {"local-sglang": protocol_digest("local-sglang", shipped["local-sglang"])}
+    assert registry["local-sglang"].digest == protocol_digest(
+        "local-sglang", shipped["local-sglang"]
+    )
+    assert registry["local-sglang"].prompt == {
+        role: file_sha256(REPO / path) for role, path in shipped["local-sglang"]["prompt"].items()
+    }
     check()
+
+
+def test_an_edit_of_a_frozen_protocol_s_prompt_in_place_is_refused_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    """The tables label runs local-sglang@digest: a prompt edited in place would put the
+    numbers of two prompts under one label."""
+    root = tmp_path / "workflow"
+    shutil.copytree(REPO / "config", root / "config")
+    system = root / "config" / "prompts" / "shop-assistant.system.txt"
+    system.write_text(system.read_text() + "Answer briefly.\n")
+    with pytest.raises(ConfigError) as refused:
+        snakemake_config(root, [], None)
+    said = str(refused.value)
+    assert (
+        "protocols.local-sglang.prompt.system = 'config/prompts/shop-assistant.system.txt'" in said
+    )
+    assert f"protocol local-sglang is frozen with another system prompt: {system}" in said
+    assert "register the new prompt under a new protocol name" in said
 
 
 def test_an_overlay_of_a_value_reaching_evidence_is_refused_naming_the_key(tmp_path: Path) -> None:
@@ -86,7 +112,7 @@ def test_the_same_values_under_a_new_name_parse_and_are_labelled_with_their_dige
     planned = snakemake(workflow_copy, "-n", "paper", "--configfile", "config/local-2048.yaml")
     assert "eval_run" in planned.stdout
     digest = protocol_digest("local-2048", renamed)
-    assert digest != load_registry(REGISTRY)["local-sglang"]
+    assert digest != load_registry(REGISTRY)["local-sglang"].digest
     summary = RunSummary.model_construct(protocol="local-2048", protocol_fingerprint=digest)
     assert summary.protocol_label == f"local-2048@{digest[:12]}"
 

@@ -274,7 +274,8 @@ def test_a_table_renderer_edit_plans_no_run(built: Path) -> None:
 def test_a_behaviour_edit_makes_every_run_that_uses_it_certain(
     built: Path, module: str, old: str, new: str
 ) -> None:
-    with edited(built / module, lambda t: t.replace(old, new, 1)):
+    # The prompt files are the frozen protocol's too: unfrozen to see what the graph does.
+    with unfrozen(built), edited(built / module, lambda t: t.replace(old, new, 1)):
         jobs, costs = stale_and_costs(built, "paper")
     assert len(model_runs(jobs)) == EVERY_RUN and set(costs.values()) == {"certain"}
     assert not any(rule.startswith("ablation") for rule in jobs)
@@ -295,8 +296,9 @@ def test_another_registered_system_prompt_makes_every_model_run_certain(built: P
     try:
         register("copy.system.txt")  # the same text under another name: the same runs
         assert stale(built, "paper", configfiles=configs) == {}
-        register("terse.system.txt")
-        jobs, costs = stale_and_costs(built, "paper", configfiles=configs)
+        register("terse.system.txt")  # another prompt: refused for the frozen protocol
+        with unfrozen(built):
+            jobs, costs = stale_and_costs(built, "paper", configfiles=configs)
     finally:
         for path in (overlay, prompts / "copy.system.txt", prompts / "terse.system.txt"):
             path.unlink()

@@ -42,7 +42,8 @@ def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None
     typed = validate_config(config, sources)
     registry = root / paths.FROZEN_PROTOCOLS
     shipped = sources.files[0].data.get("protocols", {})
-    check_frozen(config["protocols"], shipped, load_registry(registry), sources, str(registry))
+    frozen = load_registry(registry)
+    check_frozen(config["protocols"], shipped, frozen, sources, str(registry), root)
     return typed
 
 

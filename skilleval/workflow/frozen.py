@@ -5,11 +5,19 @@ that reach evidence) refuses, when the workflow is parsed, a config whose values
 another digest: an overlay that changes its sampling, its runtime or its server's model is
 refused, naming each changed key. Addresses, timeouts and start-up limits are no such
 values (each protocol's execution section) and may differ from host to host.
+
+A registry entry may also hold the SHA-256 of the protocol's prompt files (``prompt:
+{system, skill_template}``): the files are compared by content, so an edit in place of a
+frozen protocol's system prompt or skill template is refused too, naming the file.
+Registering a lab's own prompt for a frozen protocol is an edit of the registry, the lab's
+file (docs/real-server.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +27,76 @@ from skilleval.errors import ConfigError
 from skilleval.runs.inputs import protocol_digest, protocol_evidence
 
 
-def load_registry(path: str | Path) -> dict[str, str]:
-    """The frozen protocols' digests; none where the registry file is absent."""
+@dataclass(frozen=True)
+class Frozen:
+    """A registered protocol: the digest of its values that reach evidence, and the
+    SHA-256 of its prompt files by role (system, skill_template), where registered."""
+
+    digest: str
+    prompt: Mapping[str, str] = field(default_factory=dict)
+
+
+def _entry(path: str | Path, name: str, value: Any) -> Frozen:
+    if isinstance(value, str):
+        return Frozen(value)
+    prompt = value.get("prompt", {}) if isinstance(value, dict) else None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("digest"), str)
+        or not isinstance(prompt, dict)
+        or not all(isinstance(v, str) for v in prompt.values())
+    ):
+        raise ConfigError(
+            str(path),
+            name,
+            value,
+            "not a digest, nor {digest: ..., prompt: {system: sha256, skill_template: sha256}}",
+            "restore it",
+        )
+    return Frozen(value["digest"], {str(k): v for k, v in prompt.items()})
+
+
+def load_registry(path: str | Path) -> dict[str, Frozen]:
+    """The frozen protocols; none where the registry file is absent."""
     if not Path(path).is_file():
         return {}
     data = yaml.safe_load(Path(path).read_text()) or {}
-    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+    if not isinstance(data, dict):
         raise ConfigError(
             str(path), "(registry)", data, "not a mapping of protocol name to digest", "restore it"
         )
-    return {str(k): v for k, v in data.items()}
+    return {str(name): _entry(path, str(name), value) for name, value in data.items()}
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_frozen_prompts(
+    protocols: Mapping[str, Any],
+    registry: Mapping[str, Frozen],
+    source: object,
+    registry_file: str,
+    root: Path = Path("."),
+) -> None:
+    """Refuse a frozen protocol whose prompt files' contents are not the registered ones
+    (``root``: where relative prompt paths start)."""
+    for name, frozen in registry.items():
+        prompt = (protocols.get(name) or {}).get("prompt") or {}
+        for role, registered in frozen.prompt.items():
+            file = root / str(prompt.get(role, ""))
+            if not file.is_file() or file_sha256(file) == registered:
+                continue  # a missing file is named by the input-file check
+            raise ConfigError(
+                source,
+                f"protocols.{name}.prompt.{role}",
+                str(prompt[role]),
+                f"protocol {name} is frozen with another {role} prompt: {file} has sha256 "
+                f"{file_sha256(file)[:12]}, the registry {registered[:12]} ({registry_file})",
+                f"restore {file}, or register the new prompt under a new protocol name (or, "
+                f"for a lab's own prompt, record its sha256 as {name}.prompt.{role} in "
+                f"{registry_file}: docs/real-server.md)",
+            )
 
 
 def changed_keys(before: Any, after: Any, prefix: str = "") -> list[str]:
@@ -46,13 +114,16 @@ def changed_keys(before: Any, after: Any, prefix: str = "") -> list[str]:
 def check_frozen(
     protocols: Mapping[str, Any],
     shipped: Mapping[str, Any],
-    registry: Mapping[str, str],
+    registry: Mapping[str, Frozen],
     source: object,
     registry_file: str,
+    root: Path = Path("."),
 ) -> None:
     """Refuse a frozen protocol whose values reaching evidence are not the registered ones.
     ``shipped``: the protocols of the workflow's own config file, to name what changed."""
-    for name, digest in registry.items():
+    check_frozen_prompts(protocols, registry, source, registry_file, root)
+    for name, frozen in registry.items():
+        digest = frozen.digest
         if name not in protocols or protocol_digest(name, protocols[name]) == digest:
             continue
         changed = changed_keys(
