@@ -7,12 +7,14 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
+from skilleval.env.rollout import turn_end
 from skilleval.errors import CoverageError, SkillevalError
+from skilleval.records.policy import AssistantTurn
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.runner import RetryPolicy
 from tests.conftest import read_jsonl, run_inputs
@@ -199,3 +201,18 @@ def test_a_run_starts_its_longest_expected_episodes_first_with_the_same_results(
     assert order == sorted(order, reverse=True) and order != [steps[t] for t in sorted(steps)]
     assert read_jsonl(tmp_path / "b.jsonl") == read_jsonl(tmp_path / "a.jsonl")
     assert ordered["reward"] == listed["reward"]
+
+
+def test_a_turn_cut_at_max_tokens_says_what_it_had_written() -> None:
+    """A long answer cut short is no empty response: the episode's error says which."""
+    cut = AssistantTurn("x" * 4021, None, (), 70, 4096, "length")
+    assert turn_end(cut, {"search"}) == (
+        "max_tokens",
+        "truncated: completion hit max_tokens after 4021 characters of text, with no tool call",
+    )
+    thinking = replace(cut, content="", reasoning="y" * 12)
+    assert turn_end(thinking, set())[1] == (
+        "truncated: completion hit max_tokens after 12 characters of reasoning, with no tool call"
+    )
+    empty = replace(cut, content="")
+    assert turn_end(empty, set()) == ("max_tokens", "empty response: completion hit max_tokens")

@@ -90,9 +90,11 @@ class FakeModels:
         answers: bool = False,
         slow_after: int | None = None,
         slow_posts: int = 0,
+        overflow_after: int | None = None,
     ) -> None:
         self.models, self.slow_for, self.delay_s = models, slow_for, delay_s
         self.answers, self.slow_after, self.slow_posts = answers, slow_after, slow_posts
+        self.overflow_after = overflow_after
         self.posts = 0
         owner = self
 
@@ -119,6 +121,10 @@ class FakeModels:
                 self.rfile.read(int(self.headers["Content-Length"]))
                 if not owner.answers:
                     self.reply(500, {"error": "unexpected"})
+                    return
+                if owner.overflow_after is not None and owner.posts > owner.overflow_after:
+                    message = "This model's maximum context length is 2048 tokens"
+                    self.reply(400, {"error": {"message": message}})
                     return
                 if owner.posts > 1 and owner.slow_posts > 0:  # never the preflight
                     owner.slow_posts -= 1
@@ -239,3 +245,20 @@ def test_requests_re_sent_after_their_timeout_are_counted_and_fail_the_verdict_c
     check = checks["resent_after_timeout_treatment"]
     assert not check.passed and "3 model request(s) re-sent" in check.detail, check
     assert "request_timeout_s" in check.detail
+
+
+def test_a_run_whose_every_episode_was_refused_fails_quoting_the_server(
+    small_world: Path, env_url: str, tmp_path: Path
+) -> None:
+    """The preflight passes, then the server refuses every episode's request (a context
+    too short for the tools): the run measured nothing and says so, no summary."""
+    server = FakeModels(["m"], answers=True, overflow_after=1)
+    inputs = against(small_world, server.url, env_url)
+    out = [str(tmp_path / "r.jsonl"), str(tmp_path / "s.json"), str(tmp_path / "journal")]
+    with pytest.raises(ServerRefusal) as refused:
+        evaluate(inputs, *out)
+    server.close()
+    said = str(refused.value)
+    assert "refused a request in all 48 episodes" in said and "maximum context length" in said
+    assert "skilleval clean base-free --archive" in said
+    assert not Path(out[1]).exists()

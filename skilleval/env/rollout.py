@@ -151,9 +151,19 @@ def turn_end(turn: AssistantTurn, tool_names: set[str]) -> tuple[str, str | None
         if turn.problem is not None:
             return "malformed_tool_call", turn.problem
         if turn.finish_reason == "length":
-            return "max_tokens", "empty response: completion hit max_tokens"
+            return "max_tokens", truncated(turn)
         return "no_tool_call", None
     unknown = sorted({call.name for call in turn.tool_calls} - tool_names)
     if unknown:
         return "unknown_tool", f"unknown tool(s) {unknown}; the tools are {sorted(tool_names)}"
     return None
+
+
+def truncated(turn: AssistantTurn) -> str:
+    """Why a turn cut at max_tokens ended the episode: what it had written by then (a long
+    answer or reasoning cut short is no empty response)."""
+    written = {"text": len(turn.content or ""), "reasoning": len(turn.reasoning or "")}
+    said = [f"{n} characters of {what}" for what, n in written.items() if n]
+    if not said:
+        return "empty response: completion hit max_tokens"
+    return f"truncated: completion hit max_tokens after {' and '.join(said)}, with no tool call"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from skilleval.env.rollout import EpisodeResult, run_episode
-from skilleval.errors import CoverageError, OutageError
+from skilleval.errors import CoverageError, OutageError, ServerRefusal
 from skilleval.logs import resume_command
 from skilleval.provenance.evidence import model_run_code
 from skilleval.records.env import Environment
@@ -316,7 +316,26 @@ def _run_all(
             f"run {inputs.run!r}: coverage {len(records)}/{len(resolved.keys)} is below the "
             f"required {required}; finished tasks are kept in {journal_path}. Re-run to resume."
         )
+    refuse_all_refused(inputs.run, records, journal_path)
     return records, stats
+
+
+# Episodes the server ended by refusing a request (rollout END_REASONS).
+REFUSED = frozenset({"rejected_request", "context_overflow"})
+
+
+def refuse_all_refused(run: str, records: list[dict[str, Any]], journal_path: str) -> None:
+    """A run whose every episode the server refused measured nothing of the model: it
+    fails, quoting the server, rather than report a reward of refusals."""
+    if not records or any(r["stop_reason"] not in REFUSED for r in records):
+        return
+    raise ServerRefusal(
+        f"run {run!r}: the model server refused a request in all {len(records)} episodes "
+        f"(first: {records[0]['error']}), so the run measured nothing of the model. Fix the "
+        "request (the protocol's values, the server's context length or chat template); the "
+        f"refused episodes are kept in {journal_path}: move them aside with "
+        f"skilleval clean {run} --archive before the run is built again"
+    )
 
 
 def _prompt_files(inputs: RunInputs) -> dict[str, str]:
