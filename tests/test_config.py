@@ -139,6 +139,15 @@ def test_mixing_protocols_in_a_contrast_is_refused() -> None:
     error = invalid(mutate)
     assert error.key == "contrasts.s0-gain"
     assert "never be mixed" in str(error)
+    # Every contrast that mixes them is named at once, not one per attempt.
+    assert isinstance(error, ConfigErrors)
+    named = {e.key for e in error.errors}
+    expected = {
+        f"contrasts.{name}"
+        for name, c in load_default_config()["contrasts"].items()
+        if "base-S0" in (c["control"], c["treatment"])
+    }
+    assert named == expected and len(expected) >= 2, named
 
 
 def test_bad_config_stops_dry_run_without_traceback(workflow_copy: Path) -> None:

@@ -14,9 +14,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from skilleval.config.model import Config
-from skilleval.config.schema import as_typed, validate_against_schema
+from skilleval.config.schema import MOST_REPORTED, as_typed, validate_against_schema
 from skilleval.env.adapters import BUILT_IN, AdapterNotFound, find_adapter
-from skilleval.errors import ConfigError
+from skilleval.errors import ConfigError, ConfigErrors
 from skilleval.skills.bank import load_bank
 from skilleval.world.design import world_bank_chunk_ids
 
@@ -132,39 +132,51 @@ def check_runs(config: Mapping[str, Any], source: object) -> None:
 
 
 def check_contrasts(config: Mapping[str, Any], source: object) -> None:
+    """Every contrast's runs exist, differ and share split and protocol; all the broken
+    contrasts are reported at once."""
+    found: list[ConfigError] = []
     for name, contrast in config["contrasts"].items():
-        for role in ("control", "treatment"):
-            _check_reference(
-                source, f"contrasts.{name}.{role}", contrast[role], config["runs"], "run"
-            )
-        if contrast["control"] == contrast["treatment"]:
-            raise ConfigError(
-                source,
-                f"contrasts.{name}.treatment",
-                contrast["treatment"],
-                "a run cannot be contrasted with itself",
-                "name two different runs",
-            )
-        runs = [config["runs"][contrast[r]] for r in ("control", "treatment")]
-        splits = sorted({run_split(config, run) for run in runs})
-        if len(splits) > 1:
-            raise ConfigError(
-                source,
-                f"contrasts.{name}.treatment",
-                contrast["treatment"],
-                f"the two runs evaluate different splits ({', '.join(splits)}): a paired "
-                "contrast needs the same tasks",
-                "contrast two runs of one split (set runs.*.split alike)",
-            )
-        protocols = {run["protocol"] for run in runs}
-        if len(protocols) > 1:
-            raise ConfigError(
-                source,
-                f"contrasts.{name}",
-                sorted(protocols),
-                "the two runs use different protocols; their numbers must never be mixed",
-                "contrast runs of one protocol only",
-            )
+        try:
+            check_contrast(config, source, name, contrast)
+        except ConfigError as error:
+            found.append(error)
+    if found:
+        raise found[0] if len(found) == 1 else ConfigErrors(found, MOST_REPORTED)
+
+
+def check_contrast(
+    config: Mapping[str, Any], source: object, name: str, contrast: Mapping[str, Any]
+) -> None:
+    for role in ("control", "treatment"):
+        _check_reference(source, f"contrasts.{name}.{role}", contrast[role], config["runs"], "run")
+    if contrast["control"] == contrast["treatment"]:
+        raise ConfigError(
+            source,
+            f"contrasts.{name}.treatment",
+            contrast["treatment"],
+            "a run cannot be contrasted with itself",
+            "name two different runs",
+        )
+    runs = [config["runs"][contrast[r]] for r in ("control", "treatment")]
+    splits = sorted({run_split(config, run) for run in runs})
+    if len(splits) > 1:
+        raise ConfigError(
+            source,
+            f"contrasts.{name}.treatment",
+            contrast["treatment"],
+            f"the two runs evaluate different splits ({', '.join(splits)}): a paired "
+            "contrast needs the same tasks",
+            "contrast two runs of one split (set runs.*.split alike)",
+        )
+    protocols = {run["protocol"] for run in runs}
+    if len(protocols) > 1:
+        raise ConfigError(
+            source,
+            f"contrasts.{name}",
+            sorted(protocols),
+            "the two runs use different protocols; their numbers must never be mixed",
+            "contrast runs of one protocol only",
+        )
 
 
 def run_split(config: Mapping[str, Any], run: Mapping[str, Any]) -> str:
