@@ -15,8 +15,9 @@ from skilleval.config.loading import config_sources, merged_config
 from skilleval.errors import ConfigError
 from skilleval.records.runs import RunSummary
 from skilleval.runs.inputs import protocol_digest
+from skilleval.storage.hashing import file_sha256
 from skilleval.workflow.as_snakemake import snakemake_config
-from skilleval.workflow.frozen import check_frozen, file_sha256, load_registry
+from skilleval.workflow.frozen import check_frozen, load_registry
 from tests.conftest import REPO, snakemake
 
 REGISTRY = REPO / "config" / "frozen-protocols.yaml"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.errors import SkillevalError
+from skilleval.storage.hashing import canonical_hash, file_sha256
 
 BUILT_IN = ("shopsim", "http")
 ENTRY_POINT_GROUP = "skilleval.environments"
@@ -41,7 +41,6 @@ class AdapterRef:
     name: str
     target: str  # module:attribute
     module_file: str
-    package_files: tuple[str, ...]  # the top-level package's source, relative to its root
     package_digest: str
     distribution: str | None
     version: str | None
@@ -82,14 +81,23 @@ def package_source(module: str) -> tuple[Path, list[Path]]:
     return roots[0].parent, sorted(files)
 
 
+@functools.cache
+def _content_digest(path: Path, size: int, mtime_ns: int) -> str:
+    """A file's SHA-256, once per version of the file in this process: the workflow asks
+    for the adapter's identity more than once per parse."""
+    return file_sha256(path)
+
+
 def package_digest(root: Path, files: list[Path]) -> str:
     """One digest of the files' paths (relative to ``root``) and contents: renaming, adding
     or editing any of them changes it."""
-    digest = hashlib.sha256()
+    contents = {}
     for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+        stat = path.stat()
+        contents[path.relative_to(root).as_posix()] = _content_digest(
+            path, stat.st_size, stat.st_mtime_ns
+        )
+    return canonical_hash(contents)
 
 
 def entry_point_target(name: str) -> str | None:
@@ -151,7 +159,6 @@ def find_adapter(name: str) -> AdapterRef:
         name=name,
         target=target,
         module_file=str(Path(spec.origin)),
-        package_files=tuple(path.relative_to(root).as_posix() for path in files),
         package_digest=package_digest(root, files),
         distribution=distribution,
         version=importlib.metadata.version(distribution) if distribution else None,

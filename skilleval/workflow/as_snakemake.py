@@ -15,7 +15,7 @@ from skilleval.config.loading import config_sources, merged_config
 from skilleval.config.model import Config
 from skilleval.config.typos import unknown_name
 from skilleval.errors import SkillevalError
-from skilleval.workflow.frozen import check_frozen, load_registry
+from skilleval.workflow.frozen import check_frozen_config
 from skilleval.workflow.plan import WorkflowPlan
 
 
@@ -40,10 +40,7 @@ def snakemake_config(root: Path, configfiles: Sequence[str], profile: str | None
         update_config(config, yaml.safe_load(profile_file.read_text()).get("config") or {})
     sources = config_sources(files)
     typed = validate_config(config, sources)
-    registry = root / paths.FROZEN_PROTOCOLS
-    shipped = sources.files[0].data.get("protocols", {})
-    frozen = load_registry(registry)
-    check_frozen(config["protocols"], shipped, frozen, sources, str(registry), root)
+    check_frozen_config(config, sources, root)
     return typed
 
 

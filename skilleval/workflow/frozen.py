@@ -15,7 +15,6 @@ file (docs/real-server.md).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,11 @@ from typing import Any
 
 import yaml
 
+from skilleval import paths
+from skilleval.config.loading import ConfigSources
 from skilleval.errors import ConfigError
 from skilleval.runs.inputs import protocol_digest, protocol_evidence
+from skilleval.storage.hashing import file_sha256
 
 
 @dataclass(frozen=True)
@@ -68,10 +70,6 @@ def load_registry(path: str | Path) -> dict[str, Frozen]:
     return {str(name): _entry(path, str(name), value) for name, value in data.items()}
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def check_frozen_prompts(
     protocols: Mapping[str, Any],
     registry: Mapping[str, Frozen],
@@ -85,14 +83,17 @@ def check_frozen_prompts(
         prompt = (protocols.get(name) or {}).get("prompt") or {}
         for role, registered in frozen.prompt.items():
             file = root / str(prompt.get(role, ""))
-            if not file.is_file() or file_sha256(file) == registered:
+            if not file.is_file():
                 continue  # a missing file is named by the input-file check
+            found = file_sha256(file)
+            if found == registered:
+                continue
             raise ConfigError(
                 source,
                 f"protocols.{name}.prompt.{role}",
                 str(prompt[role]),
                 f"protocol {name} is frozen with another {role} prompt: {file} has sha256 "
-                f"{file_sha256(file)[:12]}, the registry {registered[:12]} ({registry_file})",
+                f"{found[:12]}, the registry {registered[:12]} ({registry_file})",
                 f"restore {file}, or register the new prompt under a new protocol name (or, "
                 f"for a lab's own prompt, record its sha256 as {name}.prompt.{role} in "
                 f"{registry_file}: docs/real-server.md)",
@@ -153,3 +154,15 @@ def check_frozen(
             f"protocol {name} is frozen; this config changes {', '.join(changed)}",
             fix,
         )
+
+
+def check_frozen_config(
+    config: Mapping[str, Any], sources: ConfigSources, root: Path = Path(".")
+) -> None:
+    """The frozen-protocol check of a merged config, as the workflow and every command
+    that reads the config make it: the registry of the workflow at ``root``, the shipped
+    protocols of its first config file."""
+    registry_file = root / paths.FROZEN_PROTOCOLS
+    shipped = sources.files[0].data.get("protocols", {}) if sources.files else {}
+    registry = load_registry(registry_file)
+    check_frozen(config["protocols"], shipped, registry, sources, str(registry_file), root)

@@ -22,7 +22,7 @@ from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.evidence import trainer_run_code
 from skilleval.serving.gpu import check_requests, gpu_requests
-from skilleval.workflow.frozen import check_frozen, load_registry
+from skilleval.workflow.frozen import check_frozen_config
 from skilleval.workflow.rule_inputs import AblationInputs, SourceFiles
 from skilleval.world.design import WorldDesign, world_design
 
@@ -55,13 +55,7 @@ def check_inputs(
     check_input_files(config, source, sources.is_built, design.generated_files())
     matrix = load_matrix(typed.ablation.matrix)
     check_requests(gpu_requests(config), host_cards, source, card_ids)
-    check_frozen(
-        config["protocols"],
-        source.files[0].data.get("protocols", {}),
-        load_registry(paths.FROZEN_PROTOCOLS),
-        source,
-        paths.FROZEN_PROTOCOLS,
-    )
+    check_frozen_config(config, source)
     code_cache = SourceCache(Path(paths.CODE_CACHE))
     ablation = AblationInputs(
         matrix, typed.ablation.matrix, trainer_run_code(code_cache), sources.file_digests
