@@ -102,7 +102,10 @@ class _Schedule:
             wait_s = min(wait_s, min(self.not_before[k] for k in self.queue) - now)
         return max(wait_s, 0.0)
 
-    def collect(self, done: set[Future[EpisodeResult]], journal: Journal) -> None:
+    def collect(self, done: Iterable[Future[EpisodeResult]], journal: Journal) -> None:
+        """Journal every finished episode of ``done``; a reason to stop the run (an outage,
+        a refusal, a breach of the adapter's contract) is raised once the others are kept."""
+        stop: Exception | None = None
         for future in done:
             key = self.in_flight.pop(future)
             try:
@@ -110,8 +113,9 @@ class _Schedule:
             except InfrastructureError as exc:
                 self.retry_later(key, str(exc), exc.retry_after_s, exc.kind)
                 continue
-            except (OutageError, ServerRefusal, ContractBreach):
-                raise
+            except (OutageError, ServerRefusal, ContractBreach) as exc:
+                stop = stop or exc
+                continue
             except Exception as exc:  # one episode's bug must not take the others down
                 log.exception("task %s repeat %d crashed", key[0], key[1])
                 self.crashed[key] = f"{type(exc).__name__}: {exc}"
@@ -119,6 +123,8 @@ class _Schedule:
             journal.append(result.journal_line())
             self.stats.done += 1
             self.stats.task_errors += result.error is not None
+        if stop is not None:
+            raise stop
 
     def retry_later(
         self, key: RecordKey, reason: str, retry_after_s: float | None, kind: str

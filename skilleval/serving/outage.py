@@ -192,8 +192,6 @@ class ServerCalls:
                 repeats = repeats + 1 if reply is not None and reply == same_reply else 1
                 same_reply = reply
                 self._failed(failure, idempotent, error)
-                if on_retry is not None:
-                    on_retry(failure.kind)
                 if reply is not None and repeats >= REFUSAL_REPEATS:
                     raise ServerRefusal(
                         f"{self.name} server {self.url} refuses this request: it answered "
@@ -207,6 +205,8 @@ class ServerCalls:
             now = time.monotonic()
             first_failure = now if first_failure is None else first_failure
             self._wait(failure, now - first_failure, attempt)
+            if on_retry is not None:  # the wait is over: the request goes out again
+                on_retry(failure.kind)
             attempt += 1
 
     def _failed(self, failure: Failure, idempotent: bool, error: Exception) -> None:
