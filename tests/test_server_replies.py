@@ -245,6 +245,11 @@ def test_requests_re_sent_after_their_timeout_are_counted_and_fail_the_verdict_c
     check = checks["resent_after_timeout_treatment"]
     assert not check.passed and "3 model request(s) re-sent" in check.detail, check
     assert "request_timeout_s" in check.detail
+    # A summary that does not say how many were re-sent is no evidence that none were.
+    uncounted = replace(run, summary=run.summary.model_copy(update={"resent_after_timeout": None}))
+    unknown = {c.name: c for c in validity_checks(uncounted, uncounted)}
+    assert not unknown["resent_after_timeout_control"].passed
+    assert "no count of re-sent requests" in unknown["resent_after_timeout_control"].detail
 
 
 def test_a_run_whose_every_episode_was_refused_fails_quoting_the_server(

@@ -99,6 +99,13 @@ def resent_check(role: str, run: RunRecords) -> Check:
     """Whether the server's speed reached the arm's evidence: requests re-sent after their
     timeout are counted, and the check fails above RESENT_SHARE_LIMIT of its episodes."""
     resent = run.summary.resent_after_timeout
+    if resent is None:
+        return Check(
+            f"resent_after_timeout_{role}",
+            False,
+            f"{run.name}: no count of re-sent requests (a summary written before they were "
+            "counted): rebuild the run",
+        )
     episodes = max(run.summary.n_records, 1)
     share = resent["episodes"] / episodes
     return Check(

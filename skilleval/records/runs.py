@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Self
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, model_validator
 
 from skilleval.storage.records import Record
 
@@ -75,10 +75,9 @@ class RunSummary(WithMetrics):
     steps_mean: float
     stop_reasons: dict[str, int]
     task_errors: int
-    # Model requests re-sent after the client's timeout: requests, and episodes with any.
-    resent_after_timeout: dict[str, int] = Field(
-        default_factory=lambda: {"requests": 0, "episodes": 0}
-    )
+    # Model requests re-sent after the client's timeout: requests, and episodes with any;
+    # None in a summary written before they were counted, which a verdict's check fails.
+    resent_after_timeout: dict[str, int] | None = None
     service: dict[str, Any]
     # What answered the run (Service.simulation); None in a summary written before it
     # was recorded, which the notice names as unknown.
