@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -26,9 +27,12 @@ import pytest
 from skilleval.env.adapters import find_adapter
 from skilleval.env.contract import contract_violations
 from skilleval.env.metrics import MetricContract
+from skilleval.env.rollout import EpisodeResult
 from skilleval.errors import ConfigError, ContractBreach, SkillevalError
 from skilleval.runs import evaluation
 from skilleval.runs.inputs import RunInputs
+from skilleval.runs.journal import Journal
+from skilleval.runs.runner import RetryPolicy, RunStats, _Schedule
 from skilleval.workflow.as_snakemake import snakemake_config
 from skilleval.workflow.env_check import env_check
 from skilleval.world.server import JsonHandler, KillableServer, start_servers
@@ -80,13 +84,10 @@ def test_the_same_adapter_on_the_right_scale_completes_with_every_declared_metri
     assert all(0.0 <= summary[name] <= 1.0 for name in declared)
 
 
+@pytest.mark.usefixtures("no_card_leased")
 def test_a_protocol_metric_the_adapter_does_not_declare_is_refused_before_work(
     small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_server(*args: object, **kwargs: object) -> Any:
-        raise AssertionError("a card was leased and a server started")
-
-    monkeypatch.setattr(evaluation, "served", no_server)
     declared = {"reward": (0, 1), "r_success": (0, 1), "r_strict": (0, 1)}
     monkeypatch.setattr(lab_env.adapter.LabShop, "metrics", declared, raising=False)
     with environment_server(small_world) as url, pytest.raises(SkillevalError) as refused:
@@ -179,7 +180,8 @@ def test_a_lab_server_that_never_comes_is_one_line_after_the_budget(
 class UnitShop(JsonHandler):
     """A lab's unit-conversion environment on the lab_env wire (its own tool, graded per
     task): ``mode`` plants one fault. ``points``: it grades on a 0-100 scale that the
-    adapter passes on; ``new_problem``: each start of a task draws a new problem."""
+    adapter passes on; ``new_problem``: each start of a task draws a new problem;
+    ``bad_tools``: it lists its tool by name only."""
 
     mode = ""
     starts: ClassVar = itertools.count()
@@ -200,7 +202,7 @@ class UnitShop(JsonHandler):
 
     def do_GET(self) -> None:
         if self.path == "/info":
-            self.reply(200, {"tools": [self.TOOL]})
+            self.reply(200, {"tools": ["convert"] if self.mode == "bad_tools" else [self.TOOL]})
             return
         task = self.path.split("/")[2].split("@")[0]
         share = (sum(map(ord, task)) % 4) / 4  # each task its own grade
@@ -232,14 +234,30 @@ class UnitShop(JsonHandler):
 
 
 @contextmanager
-def unit_shop(mode: str) -> Iterator[str]:
-    server = KillableServer(("127.0.0.1", 0), type("Planted", (UnitShop,), {"mode": mode}))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+def unit_shop(mode: str, port: int = 0, after_s: float = 0.0) -> Iterator[str]:
+    """The URL of a UnitShop with ``mode`` planted, listening ``after_s`` from now (``port``
+    must then be a free port to take)."""
+    handler = type("Planted", (UnitShop,), {"mode": mode})
+    servers: list[KillableServer] = []
+
+    def listen_and_serve() -> None:
+        time.sleep(after_s)
+        servers.append(KillableServer(("127.0.0.1", port), handler))
+        servers[0].serve_forever()
+
+    if after_s:
+        threading.Thread(target=listen_and_serve, daemon=True).start()
+    else:  # listening before the URL is handed out
+        servers.append(KillableServer(("127.0.0.1", port), handler))
+        port = servers[0].server_address[1]
+        threading.Thread(target=servers[0].serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{port}"
     finally:
-        server.shutdown()
-        server.server_close()
+        while not servers:
+            time.sleep(0.05)
+        servers[0].shutdown()
+        servers[0].server_close()
 
 
 class LeakyEpisode(lab_env.adapter.LabShopEpisode):
@@ -313,3 +331,37 @@ def test_env_check_waits_for_a_lab_server_not_yet_up(small_world: Path) -> None:
     with server_up_after(small_world, 2.0) as url:
         checked = env_check(world_config(small_world, url, "lab-shop"), wait_s=30)
     assert checked.violations == [], checked.report()
+
+
+@pytest.mark.parametrize("order", ["breach first", "breach last"])
+def test_a_breach_keeps_the_episodes_that_finished_beside_it(tmp_path: Path, order: str) -> None:
+    """Two episodes end at once, one breaking the contract: the other is journaled before
+    the run stops, whichever the scheduler sees first (nothing computed is lost)."""
+    finished: Future[EpisodeResult] = Future()
+    rewards = {"reward": 1.0, "r_success": 1.0}
+    finished.set_result(EpisodeResult("t1", 0, rewards, 1, 5, 5, "done", None))
+    breached: Future[EpisodeResult] = Future()
+    breached.set_exception(ContractBreach("reward = 2.0 is outside [0, 1]"))
+    keys = {finished: ("t1", 0), breached: ("t2", 0)}
+    done = [breached, finished] if order == "breach first" else [finished, breached]
+    schedule = _Schedule(list(keys.values()), RetryPolicy(), RunStats(total=2))
+    schedule.in_flight = {future: keys[future] for future in done}
+    with Journal(tmp_path, "run", "fp", {}) as journal:
+        with pytest.raises(ContractBreach):
+            schedule.collect(done, journal)
+        assert set(journal.records) == {("t1", 0)}
+
+
+def test_a_lab_server_that_comes_up_broken_is_refused_before_the_first_episode(
+    small_world: Path, tmp_path: Path
+) -> None:
+    """Not up when the run starts, its contract could not be checked then: it is checked
+    once the server answers, before any episode."""
+    late = unit_shop("bad_tools", free_port(), after_s=2.0)
+    with late as url, pytest.raises(SkillevalError) as refused:
+        evaluate(lab_inputs(small_world, url, outage_budget_s=60.0), tmp_path)
+    said = str(refused.value)
+    assert "breaks the contract" in said and "tool 0 is not" in said, said
+    journals = list((tmp_path / "j").rglob("*.jsonl"))
+    assert all(path.stat().st_size == 0 for path in journals), "an episode ran"
+    assert not (tmp_path / "s").exists()

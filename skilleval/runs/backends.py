@@ -135,14 +135,17 @@ def metric_contract(inputs: RunInputs, environment: Environment | None) -> Metri
     )
 
 
-def refuse_broken_environment(inputs: RunInputs, task_id: str) -> None:
+def refuse_broken_environment(
+    inputs: RunInputs, task_id: str, environment: Environment | None = None
+) -> bool:
     """Refuse a run whose environment cannot list its tools or open an episode (rules 1
     and 2 of env.contract), or cannot give the protocol's metrics (rule 4), before it
-    leases a card or starts a server. An environment not reachable yet is no refusal: the
-    run waits for it (its server may be the one the job launches)."""
+    leases a card or starts a server; True once checked. An environment not reachable yet
+    is no refusal (False): its server may be the one the job launches, and the run checks
+    its own ``environment`` again, waiting for it, before the first episode."""
     backend = inputs.backends["environment"]
     try:
-        environment = run_environment(inputs, RetryLedger(), 0.0)
+        environment = environment or run_environment(inputs, RetryLedger(), 0.0)
         contract = metric_contract(inputs, environment)
         missing = contract.undeclared(environment)
         if missing:
@@ -157,7 +160,7 @@ def refuse_broken_environment(inputs: RunInputs, task_id: str) -> None:
         problems = start_violations(environment, task_id, contract)
     except (InfrastructureError, OutageError) as error:
         log.info("run %s: environment not reachable before the run starts (%s)", inputs.run, error)
-        return
+        return False
     if problems:
         found = "; ".join(f"{p} (fix: {p.fix})" for p in problems)
         raise SkillevalError(
@@ -165,3 +168,4 @@ def refuse_broken_environment(inputs: RunInputs, task_id: str) -> None:
             f"(skilleval/env/contract.py) on task {task_id}, so the run stops before it "
             f"leases a card: {found}. Run skilleval env check for the whole contract"
         )
+    return True

@@ -147,7 +147,7 @@ def _evaluate(
     kind = inputs.backends.get("model_server", "none")
     budget_s = inputs.execution().outage_budget_s
     ledger = RetryLedger()
-    environment = checked_environment(inputs, resolved, journal, ledger)
+    environment, unchecked = checked_environment(inputs, resolved, journal, ledger)
     with served(kind, inputs.run, inputs.checkpoint_path, server) as running:
         identity_ledger = RetryLedger()
         service = make_service(
@@ -163,6 +163,8 @@ def _evaluate(
         policy = make_policy(inputs, service, ledger, fault_rate)
         episode = episode_runner(inputs, resolved, policy, environment)
         with resume_hint(inputs.run, outputs["summary.json"]):
+            if unchecked is not None:  # its server is up now, or waited for
+                refuse_broken_environment(inputs, unchecked, environment)
             if any(key not in journal.records for key in resolved.keys):
                 preflight = getattr(policy, "preflight", None)
                 if preflight is not None:
@@ -208,13 +210,13 @@ def episode_runner(
 
 def checked_environment(
     inputs: RunInputs, resolved: ResolvedRun, journal: Journal, ledger: RetryLedger
-) -> Environment:
+) -> tuple[Environment, str | None]:
     """The run's environment, once it lists its tools and opens an episode of the first
-    task left (env.contract), before any card is leased."""
+    task left (env.contract), before any card is leased; with the task to check it on
+    before the first episode where its server did not answer yet (else None)."""
     left = [key for key in resolved.keys if key not in journal.records]
-    if left:
-        refuse_broken_environment(inputs, left[0][0])
-    return run_environment(inputs, ledger)
+    checked = not left or refuse_broken_environment(inputs, left[0][0])
+    return run_environment(inputs, ledger), None if checked else left[0][0]
 
 
 def _summary(
