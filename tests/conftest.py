@@ -97,6 +97,17 @@ def environment_server(world: Path) -> Iterator[str]:
         servers.shutdown()
 
 
+@pytest.fixture()
+def no_card_leased(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of the test that leases a card or starts a model server fails it."""
+    from skilleval.runs import evaluation
+
+    def no_server(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("a card was leased and a server started")
+
+    monkeypatch.setattr(evaluation, "served", no_server)
+
+
 def plan_of(config: dict[str, Any]) -> WorkflowPlan:
     """The workflow's plan of a config mapping that is valid (a shipped one, edited)."""
     return WorkflowPlan(Config.model_validate(config))

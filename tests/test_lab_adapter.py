@@ -205,13 +205,10 @@ def test_env_check_names_each_violation_of_a_broken_server_with_its_fix(
     assert "  fix of rule " in report and fix in report, report
 
 
+@pytest.mark.usefixtures("no_card_leased")
 def test_a_model_run_on_a_broken_environment_stops_before_it_leases_a_card(
-    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small_world: Path, tmp_path: Path
 ) -> None:
-    def no_server(*args: object, **kwargs: object) -> Any:
-        raise AssertionError("a card was leased and a server started")
-
-    monkeypatch.setattr(evaluation, "served", no_server)
     with broken_server("tools") as url:
         inputs = run_inputs(small_world)
         execution = {**inputs.protocol["execution"], "environment": {"url": url}}

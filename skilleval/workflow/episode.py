@@ -33,8 +33,8 @@ def run_folder(root: Path, run: str) -> Path:
             return gate_run
     check_declared_run(folder, root)
     raise SkillevalError(
-        f"run {run!r} is declared but not built yet ({folder} does not exist); build it "
-        f"with: snakemake --cores 1 {paths.fill(paths.RUN_SUMMARY, run=run)}"
+        f"run {run!r} is declared but not built yet (neither {folder} nor a gate's runs hold "
+        "it); build it with snakemake -j 4 paper (skilleval stale lists what is missing)"
     )
 
 
