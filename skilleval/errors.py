@@ -132,3 +132,9 @@ class GpuLeaseError(SkillevalError):
 
 class RecordVersionError(SkillevalError):
     """A result file was written in a format this version of skilleval does not read."""
+
+
+class AnswererChanged(ServiceError):
+    """The model that answers a run is not the one that answered its episodes so far (a
+    resumed journal, a server restarted on other weights): the run stops rather than
+    combine two models' episodes; the journal keeps every episode."""

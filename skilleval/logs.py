@@ -185,6 +185,13 @@ def to_terminal(line: str) -> None:
         sys.__stderr__.flush()
 
 
+def also_to_terminal(line: str) -> None:
+    """A line on the build's terminal as well as in the job's log (where the log is not
+    the terminal already)."""
+    if sys.stderr is not sys.__stderr__:
+        to_terminal(line)
+
+
 @contextlib.contextmanager
 def logged(path: str, job: Any = None, level: int = logging.INFO) -> Iterator[logging.Logger]:
     """Send logging and stderr to ``path``; a SkillevalError ends the job with one clear line.

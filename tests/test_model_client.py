@@ -138,6 +138,35 @@ def test_a_turn_carries_the_key_and_every_sampling_field(
             "rejected_request",
             "HTTP 400: bad tool_choice",
         ),
+        (  # llama.cpp's llama-server (tools/server/utils.hpp format_error_response)
+            {
+                "error": {
+                    "code": 400,
+                    "message": "request (5017 tokens) exceeds the available context size "
+                    "(4096 tokens), try increasing it",
+                    "type": "exceed_context_size_error",
+                }
+            },
+            "context_overflow",
+            "HTTP 400: request (5017 tokens) exceeds the available context size (4096 tokens), "
+            "try increasing it",
+        ),
+        (  # llama-cpp-python 0.3.36 (llama_cpp/server/errors.py context_length_exceeded)
+            {
+                "error": {
+                    "message": "This model's maximum context length is 4096 tokens. However, "
+                    "you requested 5209 tokens (5017 in the messages, 192 in the completion). "
+                    "Please reduce the length of the messages or completion.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+            "context_overflow",
+            "HTTP 400: This model's maximum context length is 4096 tokens. However, you "
+            "requested 5209 tokens (5017 in the messages, 192 in the completion). Please "
+            "reduce the length of the messages or completion.",
+        ),
         ({"detail": "Not Found"}, "rejected_request", "HTTP 400: Not Found"),
         (b"plain words", "rejected_request", "HTTP 400: plain words"),
     ],

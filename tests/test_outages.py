@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import json
 import random
+import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,8 +21,11 @@ from typing import Any
 import pytest
 
 from skilleval.errors import CoverageError, DiskError, OutageError
+from skilleval.logs import logged
 from skilleval.runs import journal as journal_module
 from skilleval.runs.evaluation import evaluate
+from skilleval.serving.http import JsonClient
+from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.world.server import Faults, WorldServers, start_servers
 from tests.conftest import AS_LAUNCHED, read_jsonl, run_inputs
 from tests.test_http_path import http_inputs, strip
@@ -286,3 +291,34 @@ def test_retry_after_is_honoured() -> None:
     assert calls.call(request) == "ok"
     assert time.monotonic() - start >= 0.4
     assert ledger.snapshot() == {"model/429": 1}
+
+
+class Terminal:
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.writes.append(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_server_refusing_connections_is_said_on_the_terminal_at_once_with_its_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's log is not the terminal (logs.logged): a refused connection is said there
+    on the first failure, not only once the outage budget is spent."""
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "__stderr__", terminal)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens on it
+    client = JsonClient(f"http://127.0.0.1:{port}", 1.0, 1)
+    calls = ServerCalls("model", f"http://127.0.0.1:{port}/v1", RetryLedger(), budget_s=1.0)
+    with logged(str(tmp_path / "job.log")), pytest.raises(OutageError):
+        calls.call(lambda: client.get("/v1/models"))
+    assert len(terminal.writes) == 1, terminal.writes  # once at first, then every 30 s
+    (said,) = terminal.writes
+    assert said.startswith(f"skilleval: model server http://127.0.0.1:{port}/v1 unreachable")
+    assert "execution.outage_budget_s" in said and "refused" in said.lower()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from skilleval.config.loading import merged_config
 from skilleval.serving.gpu import cards_for
 from skilleval.serving.sizing import run_job_size
 from tests.conftest import REPO, load_default_config, planned, snakemake
@@ -116,3 +117,18 @@ def test_no_profile_serialises_model_runs_beyond_the_cards() -> None:
     assert host["resources"]["model_server"] == host["resources"]["gpu"] // cards_per_server == 3
     slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     assert "model_server" not in slurm["resources"]
+
+
+def test_the_llama_cpp_example_plans_every_run_under_its_own_protocol(
+    workflow_copy: Path,
+) -> None:
+    """config/examples/llama-cpp-server.yaml, the recipe of docs/real-server.md: a protocol
+    of its own beside the frozen one, taken by every run, the shop in process."""
+    overlay = ("--configfile", "config/examples/llama-cpp-server.yaml")
+    out = dry(workflow_copy, "default", *overlay)
+    assert "exit 0" in out, out
+    assert "eval_run" in out and "results/runs/base-free/summary.json" in out
+    files = [workflow_copy / "config/config.yaml", workflow_copy / overlay[1]]
+    config = merged_config(files)
+    assert {run["protocol"] for run in config["runs"].values()} == {"llama-cpp"}
+    assert config["protocols"]["llama-cpp"]["model_server"]["identity"] == "trust"

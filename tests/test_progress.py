@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from skilleval.logs import logged
+from skilleval.logs import also_to_terminal, logged
 from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
 from skilleval.progress.handler import (
     RECORDED_RUNS,
@@ -24,7 +24,6 @@ from skilleval.progress.handler import (
     job_label,
     quiet_interrupts,
 )
-from skilleval.runs.runner import progress_to_terminal
 from tests.conftest import snakemake
 
 
@@ -280,7 +279,7 @@ def test_each_line_reaches_the_terminal_in_one_write(
     job_terminal = Terminal()
     monkeypatch.setattr(sys, "__stderr__", job_terminal)
     with logged(str(tmp_path / "job.log")):
-        progress_to_terminal("[base-free] 3/48 tasks")
+        also_to_terminal("[base-free] 3/48 tasks")
     assert job_terminal.writes == ["skilleval: [base-free] 3/48 tasks\n"]
 
 

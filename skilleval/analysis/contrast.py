@@ -7,6 +7,7 @@ with the failure, and its verdict is ``invalid`` with the reason.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,7 @@ def run_checks(role: str, run: RunRecords) -> list[Check]:
             + ("match" if run.summary.service_unchanged else f"differ: {service}"),
         ),
         resent_check(role, run),
+        one_answerer_check(role, run),
         Check(
             f"single_writer_{role}",
             single_writer is True,
@@ -118,6 +120,57 @@ def resent_check(role: str, run: RunRecords) -> Check:
     )
 
 
+def answered_identity(run: RunRecords) -> str | None:
+    """The identity of what answered every episode of the run (runs.answered); None where
+    the summary does not name one."""
+    answered = run.summary.service.get("answered") or {}
+    return answered.get("identity")
+
+
+def one_answerer_check(role: str, run: RunRecords) -> Check:
+    """Every episode of the arm was answered by the identity its summary names."""
+    identity = answered_identity(run)
+    found = Counter(
+        str((r.get("answered") or {}).get("identity", "not stamped")) for r in run.records
+    )
+    ok = identity is not None and set(found) == {identity}
+    detail = (
+        f"{run.name}: all {len(run.records)} episodes answered by {identity}"
+        if ok
+        else f"{run.name}: episodes by what answered them {dict(found)}, summary names "
+        f"{identity}: "
+        + (
+            "a run written before episodes were stamped: rebuild it"
+            if identity is None or "not stamped" in found
+            else "the run mixes models: archive it and build it again"
+        )
+    )
+    return Check(f"one_answerer_{role}", ok, detail)
+
+
+def answerer_checks(control: RunRecords, treatment: RunRecords) -> list[Check]:
+    """Arms that register one checkpoint were answered by one identity; arms of two
+    checkpoints by two, where the server reports the weights it serves."""
+    identities = (answered_identity(control), answered_identity(treatment))
+    server = [(r.summary.service.get("answered") or {}).get("server") for r in (control, treatment)]
+    said = f"{control.name}: {server[0]}; {treatment.name}: {server[1]}"
+    if control.summary.checkpoint_fingerprint == treatment.summary.checkpoint_fingerprint:
+        same = identities[0] is not None and identities[0] == identities[1]
+        return [Check("same_answerer", same, f"one checkpoint registered; {said}")]
+    weights = [
+        (r.summary.service.get("answered") or {}).get("weights") for r in (control, treatment)
+    ]
+    if not all(weights):
+        return []  # nothing reported ties an answer to weights (identity: trust, docs)
+    return [
+        Check(
+            "distinct_answerers",
+            identities[0] != identities[1],
+            f"two checkpoints registered; {said}",
+        )
+    ]
+
+
 def checkpoint_check(role: str, run: RunRecords, audit_path: str) -> Check:
     audit = CheckpointAudit.read(audit_path)
     recorded = run.summary.checkpoint_fingerprint
@@ -137,6 +190,7 @@ def validity_checks(
     """Named pass/fail checks; ``audits`` are the checkpoint audits of (control, treatment)."""
     control_audit, treatment_audit = audits or (None, None)
     checks = run_checks("control", control) + run_checks("treatment", treatment)
+    checks += answerer_checks(control, treatment)
     same_protocol = control.summary.protocol_fingerprint == treatment.summary.protocol_fingerprint
     checks.append(
         Check(

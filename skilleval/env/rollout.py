@@ -47,6 +47,9 @@ class EpisodeResult:
     transcript: list[Message] = field(default_factory=list)
     # Model requests sent again after the client's timeout, each a new sample.
     resent_after_timeout: int = 0
+    # The models the episode's replies named, and what answered it (runs.answered).
+    reply_models: tuple[str, ...] = ()
+    answered: dict[str, Any] | None = None
 
     def journal_line(self) -> dict[str, Any]:
         """The record and its transcript, as the journal keeps them."""
@@ -66,6 +69,7 @@ class EpisodeResult:
                 "stop_reason": self.stop_reason,
                 "error": self.error,
                 "resent_after_timeout": self.resent_after_timeout,
+                **({"answered": self.answered} if self.answered is not None else {}),
             },
         )
 
@@ -88,10 +92,10 @@ def run_episode(
     ]
     transcript: list[Message] = [dict(message) for message in messages]
     tool_names = {tool["function"]["name"] for tool in tools}
-    prompt_tokens = completion_tokens = steps = resent = 0
+    turns: list[AssistantTurn] = []
     stop_reason, error = "max_steps", None
     try:
-        while steps < max_steps:
+        while len(turns) < max_steps:
             if deadline_s is not None and time.monotonic() - started >= deadline_s:
                 stop_reason = "timeout"
                 break
@@ -100,10 +104,7 @@ def run_episode(
             except RejectedRequest as refused:
                 stop_reason, error = refused.reason, str(refused)
                 break
-            steps += 1
-            resent += turn.resent_after_timeout
-            prompt_tokens += turn.prompt_tokens
-            completion_tokens += turn.completion_tokens
+            turns.append(turn)
             messages.append(turn.as_message())
             transcript.append(turn.raw if turn.raw is not None else turn.as_message())
             ended = turn_end(turn, tool_names)
@@ -120,13 +121,14 @@ def run_episode(
         task_id,
         repeat,
         rewards,
-        steps,
-        prompt_tokens,
-        completion_tokens,
+        len(turns),
+        sum(turn.prompt_tokens for turn in turns),
+        sum(turn.completion_tokens for turn in turns),
         stop_reason,
         error,
         transcript,
-        resent,
+        sum(turn.resent_after_timeout for turn in turns),
+        tuple(dict.fromkeys(turn.model for turn in turns if turn.model is not None)),
     )
 
 

@@ -17,6 +17,8 @@ copy) and its import cost more client CPU than the rest of the request.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 from skilleval.errors import RejectedRequest, ServerRefusal
@@ -33,6 +35,9 @@ from skilleval.serving.outage import RetryLedger, ServerCalls, raise_if_retryabl
 # API-key middleware, utils/auth.py, answers a wrong key with 401), so it is an error,
 # never an episode's end.
 REQUEST_REFUSALS = frozenset({400, 413, 422})
+# Failures after which the reply may come from another server process (a restart): what
+# answers is read again before the reply is taken (serving.service.Service.confirm).
+RECONNECTS = frozenset({"connect", "transport", "5xx"})
 
 
 def sampling_body(sampling: dict[str, Any], seed: int | None, engine: Engine) -> dict[str, Any]:
@@ -92,8 +97,12 @@ class OpenAIPolicy:
         connections: int,
         engine: Engine,
         seed: int | None = None,
+        on_reconnect: Callable[[float], None] | None = None,
     ) -> None:
+        """``on_reconnect``: called, with the time the last re-send went out, before a reply
+        that came after a reconnect is taken."""
         self.model = model
+        self.on_reconnect = on_reconnect
         self.api_key_env = api_key_env
         self.sampling = sampling_body(sampling, seed, engine)
         self.client = JsonClient(
@@ -104,14 +113,16 @@ class OpenAIPolicy:
             trust_env=sampling["trust_env"],
         )
         self.calls = ServerCalls("model", base_url, ledger, outage_budget_s)
+        ledger.on_halt(self.client.abort)
 
-    def preflight(self, tools: list[dict[str, Any]]) -> None:
+    def preflight(self, tools: list[dict[str, Any]]) -> dict[str, Any]:
         """One request with the run's exact sampling, model and tools before its first
         episode: a body the server refuses stops the run here, quoting the server, before
-        any episode is spent on it."""
+        any episode is spent on it. Then the proof that the tools reach the model
+        (``tools_reach_model``), whose token counts are returned for the run's record."""
         body = {"model": self.model, "messages": PREFLIGHT_MESSAGES, "tools": tools}
         try:
-            self.calls.call(lambda: self._post({**body, **self.sampling}))
+            reply = self.calls.call(lambda: self._post({**body, **self.sampling}))
         except RejectedRequest as refused:
             raise ServerRefusal(
                 f"model server {self.calls.url} refuses the protocol's request before any "
@@ -119,11 +130,55 @@ class OpenAIPolicy:
                 "protocol's values (or model_server.engine, which decides how they are "
                 "spelled) and run again"
             ) from None
+        return self.tools_reach_model(tools, prompt_tokens_of(reply))
+
+    def tools_reach_model(
+        self, tools: list[dict[str, Any]], with_tools: int | None
+    ) -> dict[str, Any]:
+        """Whether the prompt the server builds holds the tools: the same messages cost more
+        prompt tokens with the tools than without them, as the server counts them. A chat
+        template without tool support drops them silently (SmolLM2's GGUF template in
+        llama-cpp-python 0.3.36: the same 26 tokens either way), and every episode would
+        then end without a tool call, measuring nothing of the model's tool use."""
+        if not tools:
+            return {"tools": 0}
+        bare = {k: v for k, v in self.sampling.items() if k != "tool_choice"}
+        body = {"model": self.model, "messages": PREFLIGHT_MESSAGES, **bare, "max_tokens": 1}
+        without = prompt_tokens_of(self.calls.call(lambda: self._post(body)))
+        names = ", ".join(sorted(str(t.get("function", {}).get("name")) for t in tools))
+        if not with_tools or not without:
+            raise ServerRefusal(
+                f"model server {self.calls.url} (model {self.model}) reports no prompt token "
+                "count (usage.prompt_tokens) in its replies, so whether the run's tools "
+                f"({names}) reach the model cannot be shown; serve the model with an engine "
+                "that reports usage (sglang, vLLM and llama.cpp do)"
+            )
+        if with_tools <= without:
+            raise ServerRefusal(
+                f"model server {self.calls.url} builds the same prompt for model {self.model} "
+                f"with the run's {len(tools)} tools ({names}) as without them ({with_tools} "
+                f"and {without} prompt tokens): its chat template drops the tools, so the "
+                "model would never see one. Fix: serve a chat template that renders tools "
+                "(llama.cpp's llama-server: --jinja; llama-cpp-python: --chat_format "
+                "hf-tokenizer-config with a template that writes the tools, or "
+                "chatml-function-calling; sglang and vLLM: the model's own tool-capable "
+                "template, or --chat-template)"
+            )
+        return {
+            "tools": len(tools),
+            "prompt_tokens_with_tools": with_tools,
+            "prompt_tokens_without_tools": without,
+        }
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantTurn:
         body = {"model": self.model, "messages": messages, "tools": tools, **self.sampling}
-        retried: list[str] = []
-        response = self.calls.call(lambda: self._post(body), on_retry=retried.append)
+        retried: list[tuple[str, float]] = []
+        response = self.calls.call(
+            lambda: self._post(body), on_retry=lambda kind: retried.append((kind, time.monotonic()))
+        )
+        reconnected = [at for kind, at in retried if kind in RECONNECTS]
+        if reconnected and self.on_reconnect is not None:
+            self.on_reconnect(reconnected[-1])
         if not isinstance(response, dict) or not response.get("choices"):
             raise ServerRefusal(
                 f"model server {self.calls.url} answered a chat completion without choices: "
@@ -142,7 +197,8 @@ class OpenAIPolicy:
             finish_reason=choice.get("finish_reason") or "stop",
             problem=problem,
             raw=message if problem is not None else None,
-            resent_after_timeout=retried.count("timeout"),
+            resent_after_timeout=sum(kind == "timeout" for kind, _ in retried),
+            model=str(response["model"]) if response.get("model") is not None else None,
         )
 
     def _post(self, body: dict[str, Any]) -> Any:
@@ -172,6 +228,20 @@ class OpenAIPolicy:
             ) from None
 
 
+# How each engine says a prompt is past its context: sglang and vLLM ("maximum context
+# length"), llama-cpp-python (llama_cpp/server/errors.py, code context_length_exceeded),
+# llama.cpp's llama-server (tools/server: "exceeds the available context size", type
+# exceed_context_size_error); one outcome, context_overflow, for all of them.
+CONTEXT_OVERFLOW_WORDS = ("context length", "context_length", "context size", "context_size")
+
+
+def prompt_tokens_of(reply: Any) -> int | None:
+    """The prompt tokens a chat completion's usage reports; None where it reports none."""
+    usage = reply.get("usage") if isinstance(reply, dict) else None
+    counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return int(counted) if isinstance(counted, int | float) else None
+
+
 def rejected(response: Reply) -> RejectedRequest:
     """The episode's end for a refused request, with the server's own message: the OpenAI
     API's ``{"error": {"message"}}``, sglang's and vLLM's ``{"message"}``, or FastAPI's
@@ -185,6 +255,7 @@ def rejected(response: Reply) -> RejectedRequest:
     found = body.get("message") or body.get("detail") if isinstance(body, dict) else None
     detail = found or response.text[:300] or "no message"
     message = f"HTTP {response.status}: {detail}"
-    lowered = message.lower()
-    overflow = "context length" in lowered or "context_length" in lowered
+    kinds = [body.get(key) for key in ("type", "code")] if isinstance(body, dict) else []
+    said = " ".join([message, *(str(kind) for kind in kinds if kind)]).lower()
+    overflow = any(words in said for words in CONTEXT_OVERFLOW_WORDS)
     return RejectedRequest("context_overflow" if overflow else "rejected_request", message)

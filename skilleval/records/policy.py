@@ -36,6 +36,8 @@ class AssistantTurn:
     # How often the request was sent again after the server passed the client's timeout:
     # each re-send draws a new sample, so the run reports it (a verdict checks it).
     resent_after_timeout: int = 0
+    # The model the reply names (its ``model`` field); None for a policy in process.
+    model: str | None = None
 
     def as_message(self) -> Message:
         message: Message = {"role": "assistant", "content": self.content}

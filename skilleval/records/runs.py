@@ -43,6 +43,9 @@ class TaskRecord(WithMetrics):
     error: str | None
     # Written since re-sent requests were counted; a record before that re-sent none known.
     resent_after_timeout: int = 0
+    # What answered the episode (runs.answered): the server's identity digest and words,
+    # and the models its replies named; None in a record written before it was stamped.
+    answered: dict[str, Any] | None = None
 
 
 class RunSummary(WithMetrics):

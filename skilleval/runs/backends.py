@@ -28,16 +28,13 @@ log = logging.getLogger(__name__)
 
 
 def make_service(
-    policy: str,
-    checkpoint_id: str,
-    checkpoint_path: str,
-    server: Mapping[str, Any],
-    outage_budget_s: float,
-    ledger: RetryLedger,
+    inputs: RunInputs, server: Mapping[str, Any], outage_budget_s: float, ledger: RetryLedger
 ) -> Service:
-    """The run's model service; its identity requests go through their own retry layer
-    (``ledger``), which waits out a busy server up to the outage budget."""
-    if policy == "sim":
+    """The run's model service at ``server`` (the protocol's, or the one the run launched);
+    its identity requests go through their own retry layer (``ledger``), which waits out
+    a busy server up to the outage budget."""
+    checkpoint_id, checkpoint_path = inputs.checkpoint_id, inputs.checkpoint_path
+    if inputs.backends["policy"] == "sim":
         return Service("sim", checkpoint_id, checkpoint_path)
     calls = ServerCalls("model", server["base_url"], ledger, outage_budget_s)
     key = api_key(server["api_key_env"])
@@ -79,6 +76,7 @@ def make_policy(
             connections=protocol["runtime"]["concurrency"],
             engine=service.engine,
             seed=seed,
+            on_reconnect=lambda since: service.confirm(inputs.run, "after a reconnect,", since),
         )
     raise SkillevalError(f"backends.policy = {backend!r} is unknown")
 

@@ -11,12 +11,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from skilleval.env.rollout import EpisodeResult, run_episode
 from skilleval.errors import CoverageError, OutageError, ServerRefusal
@@ -24,8 +21,8 @@ from skilleval.logs import resume_command
 from skilleval.provenance.evidence import model_run_code
 from skilleval.records.env import Environment
 from skilleval.records.policy import Policy
-from skilleval.records.provenance import provenance
 from skilleval.records.runs import RunSummary
+from skilleval.runs.answered import AnswerGate, answered_summary
 from skilleval.runs.backends import (
     make_policy,
     make_service,
@@ -33,7 +30,7 @@ from skilleval.runs.backends import (
     refuse_broken_environment,
     run_environment,
 )
-from skilleval.runs.inputs import RunInputs, results_protocol
+from skilleval.runs.inputs import RunInputs
 from skilleval.runs.journal import Journal, prior_episode_steps
 from skilleval.runs.resolve import ResolvedRun, resolve
 from skilleval.runs.runner import (
@@ -43,43 +40,13 @@ from skilleval.runs.runner import (
     longest_expected_first,
     run_episodes,
 )
+from skilleval.runs.summary import run_summary, written
 from skilleval.runs.transcripts import split_record, write_transcripts
 from skilleval.serving.launcher import owned_server
 from skilleval.serving.outage import RetryLedger
-from skilleval.serving.service import Service
 from skilleval.storage import atomic
 
 log = logging.getLogger(__name__)
-
-
-def summarise(
-    records: list[dict[str, Any]], n_expected: int, metrics: Sequence[str]
-) -> dict[str, Any]:
-    """The run's means of the protocol's declared ``metrics`` (every episode holds them:
-    env.metrics checks each as it is recorded), its coverage, tokens and endings."""
-    metrics = sorted(metrics)
-    summary: dict[str, Any] = {
-        "n_records": len(records),
-        "n_tasks": len({r["task_id"] for r in records}),
-        "coverage": len(records) / n_expected,
-    }
-    for metric in metrics:
-        summary[metric] = float(np.mean([r[metric] for r in records]))
-    summary["metrics"] = metrics
-    summary["tokens"] = {
-        "total": int(sum(r["tokens"] for r in records)),
-        "mean_per_task": float(np.mean([r["tokens"] for r in records])),
-        "completion_total": int(sum(r["completion_tokens"] for r in records)),
-    }
-    summary["steps_mean"] = float(np.mean([r["steps"] for r in records]))
-    summary["stop_reasons"] = dict(Counter(r["stop_reason"] for r in records))
-    summary["task_errors"] = sum(r["error"] is not None for r in records)
-    resent = [int(r.get("resent_after_timeout", 0)) for r in records]
-    summary["resent_after_timeout"] = {
-        "requests": sum(resent),
-        "episodes": sum(n > 0 for n in resent),
-    }
-    return summary
 
 
 @contextlib.contextmanager
@@ -92,7 +59,7 @@ def served(
         yield dict(server)
         return
     with owned_server(kind, run, checkpoint_path, server) as base_url:
-        yield {**server, "base_url": base_url}
+        yield {**server, "base_url": base_url, "launched": True}
 
 
 def evaluate(
@@ -150,39 +117,47 @@ def _evaluate(
     environment, unchecked = checked_environment(inputs, resolved, journal, ledger)
     with served(kind, inputs.run, inputs.checkpoint_path, server) as running:
         identity_ledger = RetryLedger()
-        service = make_service(
-            inputs.backends["policy"],
-            inputs.checkpoint_id,
-            inputs.checkpoint_path,
-            running,
-            budget_s,
-            identity_ledger,
-        )
+        service = make_service(inputs, running, budget_s, identity_ledger)
         with resume_hint(inputs.run, outputs["summary.json"]):
             service_start = service.check()
+        assert service.answerer is not None
+        launched_name = service.model if running.get("launched") else None
+        gate = AnswerGate(inputs.run, service.answerer, journal.records.values(), launched_name)
         policy = make_policy(inputs, service, ledger, fault_rate)
-        episode = episode_runner(inputs, resolved, policy, environment)
+        episode = episode_runner(inputs, resolved, policy, environment, gate)
         with resume_hint(inputs.run, outputs["summary.json"]):
-            if unchecked is not None:  # its server is up now, or waited for
-                refuse_broken_environment(inputs, unchecked, environment)
-            if any(key not in journal.records for key in resolved.keys):
-                preflight = getattr(policy, "preflight", None)
-                if preflight is not None:
-                    preflight(environment.tools())
+            tools_in_prompt = before_first_episode(
+                inputs, resolved, journal, policy, environment, unchecked
+            )
             lines, stats = _run_all(inputs, resolved, episode, journal, retry, ledger)
         with end_check_hint(inputs.run, len(lines), journal, outputs["summary.json"]):
             service_end = service.identity()
+        service.confirm(inputs.run, "at the run's end,", identity=service_end)
     records = [split_record(line)[0] for line in lines]
-    summary = _summary(inputs, resolved, records, service, (service_start, service_end))
-    summary["service"]["identity_retries"] = identity_ledger.snapshot()
-    summary.update(_written(journal, stats, started))
+    summary = run_summary(inputs, resolved, records, service, (service_start, service_end))
+    summary["service"].update(
+        tools_in_prompt=tools_in_prompt, identity_retries=identity_ledger.snapshot()
+    )
+    summary["service"]["answered"].update(answered_summary(records, gate))
+    summary.update(written(journal, stats, started))
+    return write_outputs(outputs, records, lines, summary, inputs.run)
+
+
+def write_outputs(
+    outputs: Mapping[str, str],
+    records: list[dict[str, Any]],
+    lines: list[dict[str, Any]],
+    summary: dict[str, Any],
+    run: str,
+) -> dict[str, Any]:
+    """The run's declared outputs: its results, transcripts and summary, last."""
     atomic.write_jsonl(outputs["results.jsonl"], records)
     write_transcripts(outputs["transcripts.jsonl.gz"], lines)
     record = RunSummary.create(**summary)
     record.write(outputs["summary.json"])
     log.info(
         "run %s done: reward %.4f, r_success %.4f, coverage %.3f",
-        inputs.run,
+        run,
         record.metric("reward"),
         record.metric("r_success"),
         record.coverage,
@@ -190,11 +165,36 @@ def _evaluate(
     return record.as_json()
 
 
+def before_first_episode(
+    inputs: RunInputs,
+    resolved: ResolvedRun,
+    journal: Journal,
+    policy: Policy,
+    environment: Environment,
+    unchecked: str | None,
+) -> dict[str, Any] | None:
+    """The checks a run makes once its servers answer and before its first episode: the
+    environment not reachable earlier (``unchecked``, a task to check it on), and the
+    model's preflight with its proof that the tools reach the model, whose token counts
+    are returned (None where no episode is left to run or the policy runs in process)."""
+    if unchecked is not None:
+        refuse_broken_environment(inputs, unchecked, environment)
+    preflight = getattr(policy, "preflight", None)
+    if preflight is None or all(key in journal.records for key in resolved.keys):
+        return None
+    return dict(preflight(environment.tools()))
+
+
 def episode_runner(
-    inputs: RunInputs, resolved: ResolvedRun, policy: Policy, environment: Environment
+    inputs: RunInputs,
+    resolved: ResolvedRun,
+    policy: Policy,
+    environment: Environment,
+    gate: AnswerGate,
 ) -> EpisodeFn:
     """One episode of the run, its rewards checked against the protocol's metrics as it
-    ends (env.metrics): a breach stops the run before the episode is recorded."""
+    ends (env.metrics) and stamped with what answered it (runs.answered): a breach or
+    another model stops the run before the episode is recorded."""
     max_steps = inputs.protocol["runtime"]["max_steps"]
     deadline_s = inputs.protocol["runtime"]["episode_timeout_s"]
     metrics = metric_contract(inputs, environment)
@@ -203,7 +203,7 @@ def episode_runner(
         prompt = resolved.prompts[task_id]
         ended = run_episode(policy, environment, task_id, prompt, max_steps, repeat, deadline_s)
         metrics.check(task_id, ended.rewards)
-        return ended
+        return gate.stamp(ended)
 
     return episode
 
@@ -217,35 +217,6 @@ def checked_environment(
     left = [key for key in resolved.keys if key not in journal.records]
     checked = not left or refuse_broken_environment(inputs, left[0][0])
     return run_environment(inputs, ledger), None if checked else left[0][0]
-
-
-def _summary(
-    inputs: RunInputs,
-    resolved: ResolvedRun,
-    records: list[dict[str, Any]],
-    service: Service,
-    identities: tuple[dict[str, Any], dict[str, Any]],
-) -> dict[str, Any]:
-    """What the run's summary says of its evidence and of what answered it."""
-    return {
-        "run": inputs.run,
-        "experiment": inputs.experiment,
-        **resolved.identity.parts,
-        "fingerprint": resolved.fingerprint,
-        "protocol_values": {
-            k: v for k, v in results_protocol(inputs.protocol).items() if k != "description"
-        },
-        "chunk_hashes": resolved.chunk_hashes,
-        "prompt_files": _prompt_files(inputs),
-        "repeats": inputs.protocol["runtime"]["repeats"],
-        **summarise(records, len(resolved.keys), metric_contract(inputs, None).names),
-        "service": {
-            **_service(*identities),
-            "identity_check": service.identity_check,
-            "answered": service.answered(),
-        },
-        "simulated": service.simulation(),
-    }
 
 
 @contextlib.contextmanager
@@ -338,47 +309,3 @@ def refuse_all_refused(run: str, records: list[dict[str, Any]], journal_path: st
         f"refused episodes are kept in {journal_path}: move them aside with "
         f"skilleval clean {run} --archive before the run is built again"
     )
-
-
-def _prompt_files(inputs: RunInputs) -> dict[str, str]:
-    """Which prompt files the run was given, for the paper's tables (prompt_hash is the
-    identity of their contents)."""
-    return {
-        "system": Path(inputs.system_prompt_file).name,
-        "skill_template": Path(inputs.skill_template_file).name,
-    }
-
-
-def _written(journal: Journal, stats: RunStats, started: float) -> dict[str, Any]:
-    """How the run was written: whether by one writer at a time (storage.writers), and as
-    provenance (hosts, pids and times differ build to build) its writing sessions and how
-    the build went."""
-    check = journal.writer_check()
-    return {
-        "execution": {"journal": str(journal.path), "single_writer": check.single_writer},
-        "provenance": {
-            **provenance(),
-            "execution": _execution(stats, started),
-            "writers": {
-                "sessions": [session.as_json() for session in journal.writing_sessions()],
-                **check.as_json(),
-            },
-        },
-    }
-
-
-def _service(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
-    return {"start": start, "end": end, "unchanged": start == end}
-
-
-def _execution(stats: RunStats, started: float) -> dict[str, Any]:
-    """How this build went (resumed or fresh, retries, time): provenance, since a resumed
-    run's evidence is the same as a fresh one's."""
-    return {
-        "reused_from_journal": stats.reused,
-        "ran": stats.done,
-        "infra_retries": stats.retried,
-        "infra_errors": stats.infra_errors,
-        "retries": stats.ledger.snapshot(),
-        "wall_s": round(time.monotonic() - started, 3),
-    }

@@ -14,7 +14,6 @@ outputs are not written.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -22,18 +21,21 @@ from dataclasses import dataclass, field
 
 from skilleval.env.rollout import EpisodeResult
 from skilleval.errors import (
+    AnswererChanged,
     ContractBreach,
     CoverageError,
     InfrastructureError,
     OutageError,
     ServerRefusal,
 )
-from skilleval.logs import to_terminal
+from skilleval.logs import also_to_terminal
 from skilleval.runs.journal import Journal, RecordKey
 from skilleval.serving.outage import RetryLedger, backoff_s
 
 log = logging.getLogger(__name__)
 EpisodeFn = Callable[[str, int], EpisodeResult]
+# What stops the whole run rather than one episode: no retry of any episode cures it.
+RUN_STOPPERS = (OutageError, ServerRefusal, ContractBreach, AnswererChanged)
 PROGRESS_POLL_S = 0.5  # longest wait for an event, so progress lines keep coming
 # How often a run's progress also reaches the build's terminal (the job's own stderr,
 # which the log redirect leaves as sys.__stderr__): often enough to see a long run move,
@@ -113,7 +115,7 @@ class _Schedule:
             except InfrastructureError as exc:
                 self.retry_later(key, str(exc), exc.retry_after_s, exc.kind)
                 continue
-            except (OutageError, ServerRefusal, ContractBreach) as exc:
+            except RUN_STOPPERS as exc:
                 stop = stop or exc
                 continue
             except Exception as exc:  # one episode's bug must not take the others down
@@ -178,7 +180,7 @@ def run_episodes(
     )
     stats.ledger = ledger or stats.ledger
     log.info(stats.line(run_name))
-    progress_to_terminal(stats.line(run_name))
+    also_to_terminal(stats.line(run_name))
     last_terminal = time.monotonic()
     schedule = _Schedule(pending, retry, stats)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"ep-{run_name}")
@@ -192,27 +194,21 @@ def run_episodes(
                 log.info(stats.line(run_name))
                 last_report = time.monotonic()
             if time.monotonic() - last_terminal >= TERMINAL_EVERY_S:
-                progress_to_terminal(stats.line(run_name))
+                also_to_terminal(stats.line(run_name))
                 last_terminal = time.monotonic()
-    except (OutageError, ServerRefusal, ContractBreach) as stop:
+    except RUN_STOPPERS as stop:
         finished = stats.reused + stats.done
         raise type(stop)(
             f"run {run_name!r} stopped: {stop}. {finished}/{stats.total} tasks finished, "
             f"kept in {journal.path}"
         ) from None
     finally:
-        stats.ledger.stop.set()  # episodes still waiting on a server give up now
+        stats.ledger.halt()  # episodes waiting on a server give up now
         pool.shutdown(wait=False, cancel_futures=True)
     log.info(stats.line(run_name))
-    progress_to_terminal(stats.line(run_name))
+    also_to_terminal(stats.line(run_name))
     _refuse_incomplete(schedule, run_name, retry, journal)
     return stats
-
-
-def progress_to_terminal(line: str) -> None:
-    """A progress line on the build's terminal as well as in the run's log."""
-    if sys.stderr is not sys.__stderr__:
-        to_terminal(line)
 
 
 def _refuse_incomplete(

@@ -44,6 +44,7 @@ def write_transcripts(path: str, records: Iterable[dict[str, Any]]) -> None:
                     "repeat": result.get("repeat", 0),
                     "stop_reason": result["stop_reason"],
                     "error": result["error"],
+                    "answered": result.get("answered"),
                     "messages": messages,
                 },
             )
@@ -81,6 +82,12 @@ def render(episode: dict[str, Any]) -> str:
     """An episode as a reader wants it: each message under its role, tool calls with their
     arguments, the raw text of what could not be parsed, and how the episode ended."""
     lines = [f"task {episode['task_id']} repeat {episode['repeat']}"]
+    answered = episode.get("answered")
+    if answered is None:
+        lines.append("answered by: not recorded (an episode from before answers were stamped)")
+    else:
+        replies = ", ".join(answered["reply_models"]) or "none named"
+        lines.append(f"answered by: {answered['server']}; replies named: {replies}")
     messages = episode.get("messages")
     if messages is None:
         lines.append("(no transcript was kept for this episode)")

@@ -100,7 +100,8 @@ def identify(identity: Mapping[str, Any]) -> Identified:
     for owner in sorted(owners):
         name = OWNED_BY.get(owner)
         if name is not None:
-            version = identity.get("version")
+            # llama-server reports its build at /props (tools/server/server.cpp build_info)
+            version = (identity.get("props") or {}).get("build_info")
             return name, version, f"/v1/models: owned_by {owner!r}"
     return None, None, "the server names no engine this package knows"
 

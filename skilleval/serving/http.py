@@ -14,14 +14,18 @@ False), so the run's one retry layer (serving.outage) sees every failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import urllib.request
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
 
 from skilleval.errors import SkillevalError
 
@@ -78,6 +82,29 @@ def proxy_for(url: str) -> str | None:
     return urllib.request.getproxies().get(urlsplit(url).scheme)
 
 
+def tracking_pools(opened: weakref.WeakSet[HTTPConnection]) -> dict[str, type]:
+    """urllib3's pool classes, by scheme, whose connections are added to ``opened`` as they
+    connect (through the public ``ConnectionCls`` of a pool class)."""
+
+    class Connection(HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            opened.add(self)
+
+    class SecureConnection(HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            opened.add(self)
+
+    class Pool(urllib3.HTTPConnectionPool):
+        ConnectionCls = Connection
+
+    class SecurePool(urllib3.HTTPSConnectionPool):
+        ConnectionCls = SecureConnection
+
+    return {"http": Pool, "https": SecurePool}
+
+
 class JsonClient:
     """Requests to one server, ``base_url`` joined with each path, over a pool of kept-alive
     connections as large as the threads that share it."""
@@ -102,6 +129,8 @@ class JsonClient:
         self.pool: urllib3.PoolManager = (
             urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
         )
+        self.opened: weakref.WeakSet[HTTPConnection] = weakref.WeakSet()
+        self.pool.pool_classes_by_scheme = tracking_pools(self.opened)
 
     def request(self, method: str, path: str, body: Any = None) -> Reply:
         """One request; urllib3's errors (urllib3.exceptions) pass to the caller."""
@@ -126,3 +155,12 @@ class JsonClient:
 
     def close(self) -> None:
         self.pool.clear()
+
+    def abort(self) -> None:
+        """Cut every connection, those a request is waiting on included: the waiting
+        request fails at once (a transport error), and a server that watches its
+        connections cancels what it was computing for it (vLLM, sglang, llama-server)."""
+        for connection in list(self.opened):
+            if connection.sock is not None:
+                with contextlib.suppress(OSError):  # closed already
+                    connection.sock.shutdown(socket.SHUT_RDWR)

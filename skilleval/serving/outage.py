@@ -29,6 +29,7 @@ from typing import TypeVar
 from urllib3 import exceptions
 
 from skilleval.errors import InfrastructureError, OutageError, ServerRefusal
+from skilleval.logs import also_to_terminal
 from skilleval.serving.http import Reply
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,9 @@ TRY_LATER = frozenset({429, 502, 503, 504})
 # How often one request must get the same failing reply before it is a refusal: enough that
 # a passing fault rarely repeats word for word, few enough to stop within seconds.
 REFUSAL_REPEATS = 3
+# How often a server that is down is said on the build's terminal while it is waited out
+# (the run's log hears it every ``report_every_s``): at once, then this often.
+TERMINAL_EVERY_S = 30.0
 
 
 class StatusFailure(Exception):
@@ -136,6 +140,18 @@ class RetryLedger:
         self.counts: Counter[str] = Counter()
         self.stop = threading.Event()
         self._lock = threading.Lock()
+        self._on_halt: list[Callable[[], None]] = []
+
+    def on_halt(self, abort: Callable[[], None]) -> None:
+        """Have ``halt`` call ``abort`` (a client's: cut its requests in flight)."""
+        self._on_halt.append(abort)
+
+    def halt(self) -> None:
+        """Stop the run's waits and cut its requests in flight: a stopped run's threads
+        end within seconds, not once their slowest request times out."""
+        self.stop.set()
+        for abort in self._on_halt:
+            abort()
 
     def count(self, layer: str, kind: str) -> None:
         with self._lock:
@@ -163,6 +179,7 @@ class ServerCalls:
         self.base_delay_s, self.max_delay_s = base_delay_s, max_delay_s
         self.report_every_s = report_every_s
         self._last_report = 0.0
+        self._last_terminal = -TERMINAL_EVERY_S
         self._lock = threading.Lock()
 
     def call(
@@ -226,19 +243,19 @@ class ServerCalls:
                 f"budget of {self.budget_s:.0f} s (execution.outage_budget_s); last error: "
                 f"{failure.message}"
             )
+        now = time.monotonic()
         with self._lock:
-            report = time.monotonic() - self._last_report >= self.report_every_s
-            if report:
-                self._last_report = time.monotonic()
+            report = now - self._last_report >= self.report_every_s
+            terminal = now - self._last_terminal >= TERMINAL_EVERY_S
+            self._last_report = now if report else self._last_report
+            self._last_terminal = now if terminal else self._last_terminal
+        said = (
+            f"{self.name} server {self.url} {what} for {waited_s:.0f} s, waiting up to "
+            f"{self.budget_s:.0f} s (execution.outage_budget_s; {failure.message})"
+        )
         if report:
-            log.warning(
-                "%s server %s %s for %.0f s, waiting up to %.0f s (%s)",
-                self.name,
-                self.url,
-                what,
-                waited_s,
-                self.budget_s,
-                failure.message,
-            )
+            log.warning(said)
+        if terminal:
+            also_to_terminal(said)
         delay = backoff_s(attempt + 1, self.base_delay_s, self.max_delay_s, failure.retry_after_s)
         self.ledger.stop.wait(min(delay, self.budget_s - waited_s + 0.05))

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import logging
 import re
-import shlex
-from pathlib import Path
+import threading
+import time
 from typing import Any
 
 from urllib3.exceptions import HTTPError
 
 from skilleval.checkpoints.files import checkpoint_fingerprint
-from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
+from skilleval.serving.answerer import Answerer, answerer_of, refuse_change, template_digest
 from skilleval.serving.engines import Engine, Identified, engine_of, identify
 from skilleval.serving.http import JsonClient, Reply
 from skilleval.serving.outage import ServerCalls, StatusFailure, raise_if_retryable
+from skilleval.serving.sglang_check import check_identity
 
 log = logging.getLogger(__name__)
 
@@ -52,25 +53,27 @@ SERVER_INFO_KEYS = (
     "version",
     "launch_command",
 )
-# Flags of sglang's launch_command the protocol pins, by every spelling sglang accepts.
-LAUNCH_FLAGS = {
-    "--tp-size": "tp_size",
-    "--tensor-parallel-size": "tp_size",
-    "--dp-size": "dp_size",
-    "--data-parallel-size": "dp_size",
-    "--tool-call-parser": "tool_call_parser",
-    "--reasoning-parser": "reasoning_parser",
-    "--sampling-defaults": "sampling_defaults",
-}
 
 
 class Unauthorized(ServiceError):
     """The server refuses the run's key: every request would be refused alike."""
 
 
-def _get_json(client: JsonClient, calls: ServerCalls | None, path: str) -> dict[str, Any] | None:
-    """The JSON object at ``path``; None where the server has no such endpoint. Through
-    the run's retry layer when it has one: a busy server is waited out, up to the outage
+# What llama.cpp's llama-server reports at /props (tools/server/server.cpp) that cannot
+# change while it runs; its chat template is kept as a digest.
+PROPS_KEYS = ("model_path", "build_info", "chat_template_caps", "model_alias")
+BASE_URL_FIX = (
+    "fix: execution.model_server.base_url must be the root of the server's OpenAI-compatible "
+    "API, ending in its prefix (http://host:port/v1 for sglang, vLLM and llama.cpp)"
+)
+
+
+def _get_json(
+    client: JsonClient, calls: ServerCalls | None, path: str, required: bool = False
+) -> dict[str, Any] | None:
+    """The JSON object at ``path``; None where the server has no such endpoint, unless it
+    is ``required`` (a wrong base URL, named first with the URL requested). Through the
+    run's retry layer when it has one: a busy server is waited out, up to the outage
     budget, never taken for an absent one."""
     url = client.base_url + path
 
@@ -91,12 +94,19 @@ def _get_json(client: JsonClient, calls: ServerCalls | None, path: str) -> dict[
             f"wrong ({response.text[:200]!r})"
         )
     if response.status != 200:
+        if required:
+            raise ServiceError(
+                f"model server answered HTTP {response.status} to GET {url} "
+                f"({response.text[:120]!r}): no OpenAI-compatible API is served there; "
+                + BASE_URL_FIX
+            )
         return None
     try:
         body = response.json()
     except ValueError as error:
         raise ServiceError(
-            f"model server {url} answered HTTP 200 with no JSON: {response.text[:200]!r}"
+            f"model server answered GET {url} with HTTP 200 but no JSON "
+            f"({response.text[:120]!r}); " + BASE_URL_FIX
         ) from error
     return body if isinstance(body, dict) else None
 
@@ -108,8 +118,9 @@ def fetch_identity(
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """What the server says it serves: sglang's info endpoints (current, else deprecated),
-    /v1/models (ids and owners) and the title and version of its OpenAPI document; only
-    fields that cannot change while a run lasts are kept. ``calls``: the run's retry layer
+    /v1/models (ids, owners and vLLM's roots), llama-server's /props and the title and
+    version of its OpenAPI document; only fields that cannot change while a run lasts are
+    kept. ``calls``: the run's retry layer
     for this server; ``headers``: its authorisation."""
     root = server_root(base_url)
     identity: dict[str, Any] = {"base_url": base_url, "identity_endpoints": None}
@@ -125,13 +136,18 @@ def fetch_identity(
                 identity["identity_endpoints"] = f"{generation}: {model_path}, {server_path}"
                 break
         api_prefix = base_url.rstrip("/").removeprefix(root)  # "/v1", as root was cut
-        models = _get_json(client, calls, api_prefix + "/models") or {}
+        models = _get_json(client, calls, api_prefix + "/models", required=True) or {}
+        props = _get_json(client, calls, "/props") or {}
         openapi = (_get_json(client, calls, "/openapi.json") or {}).get("info") or {}
     finally:
         client.close()
     listed = [m for m in models.get("data", []) if isinstance(m, dict) and "id" in m]
     identity["models"] = [m["id"] for m in listed]
     identity["owned_by"] = sorted({str(m["owned_by"]) for m in listed if "owned_by" in m})
+    identity["roots"] = {m["id"]: m["root"] for m in listed if isinstance(m.get("root"), str)}
+    identity["props"] = {k: props[k] for k in PROPS_KEYS if k in props}
+    if isinstance(props.get("chat_template"), str):
+        identity["props"]["chat_template_digest"] = template_digest(props["chat_template"])
     identity["openapi"] = {k: openapi[k] for k in ("title", "version") if k in openapi}
     identity["model_info"] = {k: model_info[k] for k in MODEL_INFO_KEYS if k in model_info}
     identity["server"] = {k: server_info[k] for k in SERVER_INFO_KEYS if k in server_info}
@@ -146,91 +162,6 @@ KEY_FLAG = re.compile(r"(--(?:admin-)?api-key)(=|\s+)(\S+)")
 
 def hide_keys(launch_command: str) -> str:
     return KEY_FLAG.sub(r"\1\2<hidden>", launch_command)
-
-
-def launch_arguments(launch_command: str | None) -> dict[str, str]:
-    """The pinned flags a server was started with, from sglang's recorded launch_command."""
-    words = shlex.split(launch_command or "")
-    found = {}
-    for i, word in enumerate(words):
-        flag, _, inline = word.partition("=")
-        if flag in LAUNCH_FLAGS:
-            value = inline or (words[i + 1] if i + 1 < len(words) else "")
-            found[LAUNCH_FLAGS[flag]] = value
-    return found
-
-
-# What a server must report before a run may start: without any one of them the run could
-# not tell the protocol's server from another (fail closed, never a silent pass).
-REQUIRED_FIELDS = (
-    "model_path",
-    "tp_size",
-    "dp_size",
-    "tool_call_parser",
-    "reasoning_parser",
-    "sampling_defaults",
-)
-NO_IDENTITY = (
-    "it answers none of sglang's identity endpoint pairs (/model_info and /server_info, "
-    "nor /get_model_info and /get_server_info), so what it serves cannot be checked; serve "
-    "the run with sglang, or set model_server.identity: trust to run unchecked (recorded in "
-    "the run's summary and in the paper's notice)"
-)
-
-
-def same_checkpoint(served: str, weights: str) -> bool:
-    """The server's model path is the run's checkpoint directory: the same absolute path,
-    or two paths that resolve to one directory (a symlinked checkpoint)."""
-    expected = model_dir(weights)
-    return Path(served) == expected.absolute() or Path(served).resolve() == expected.resolve()
-
-
-def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: str) -> list[str]:
-    """Differences between the served model and what the run requires; a field the server
-    does not report is a difference too."""
-    if identity.get("identity_endpoints") is None:
-        return [NO_IDENTITY]
-    model_info, served = identity.get("model_info") or {}, identity.get("server") or {}
-
-    def reported(key: str) -> Any:
-        return model_info.get(key, served.get(key))
-
-    problems = []
-    missing = [key for key in REQUIRED_FIELDS if reported(key) is None]
-    if missing:
-        problems.append(f"it does not report {', '.join(missing)}")
-    model_path = reported("model_path")
-    if model_path is not None and not same_checkpoint(str(model_path), weights):
-        problems.append(
-            f"serves {model_path}, but the run's checkpoint is {model_dir(weights).absolute()}"
-        )
-    wanted = {
-        "tp_size": server["tp"],
-        "dp_size": server["dp_size"],
-        "tool_call_parser": server["tool_call_parser"],
-        "reasoning_parser": server["reasoning_parser"],
-        # any other source of defaults could change a parameter a request leaves out
-        "sampling_defaults": "openai",
-    }
-    try:
-        launched = launch_arguments(served.get("launch_command"))
-    except ValueError as error:  # shlex: an unbalanced quote in sglang's " ".join(argv)
-        return [
-            *problems,
-            f"its launch_command cannot be read as a command line ({error}: "
-            f"{str(served.get('launch_command'))[:200]!r}), so its flags cannot be checked; "
-            "start it from a model path without quotes",
-        ]
-    for key, value in wanted.items():
-        if value is None:
-            continue
-        if reported(key) is not None and reported(key) != value:
-            problems.append(f"{key} is {reported(key)!r}, the protocol requires {value!r}")
-        if key in launched and launched[key] != str(value):
-            problems.append(
-                f"launch_command sets {key} to {launched[key]!r}, the protocol requires {value!r}"
-            )
-    return problems
 
 
 class Service:
@@ -259,6 +190,11 @@ class Service:
         self.engine: Engine | None = None
         self.identified: Identified = (None, None, "not asked")
         self.model: str | None = None
+        # What answers the run (serving.answerer), settled by check(); confirmed again after
+        # a reconnect, at most once for every outage the run's threads saw together.
+        self.answerer: Answerer | None = None
+        self.confirmed_at = 0.0
+        self._confirming = threading.Lock()
 
     def identity(self) -> dict[str, Any]:
         """What the registry names (``registered``) and what the server reports, apart."""
@@ -305,7 +241,37 @@ class Service:
             self.identified = identify(identity)
             self.engine = engine_of(self.server.get("engine"), self.identified, self.base_url)
         self.checked = identity
+        self.answerer = self.answerer_of(identity)
+        self.confirmed_at = time.monotonic()
         return identity
+
+    def answerer_of(self, identity: dict[str, Any]) -> Answerer:
+        """What answers, from one report of the server (``identity``): the model it serves
+        under the name the run sends, its engine and version, its weights where reported."""
+        if self.backend == "sim":
+            fingerprint = identity["registered"]["weights_fingerprint"]
+            return Answerer(self.checkpoint_id, "sim", None, fingerprint)
+        assert self.base_url is not None and self.engine is not None, "check() comes first"
+        return answerer_of(
+            identity,
+            served_model(self.server.get("model"), identity, self.base_url),
+            self.engine.name,
+            identify(identity)[1],
+            launched=bool(self.server.get("launched")),
+        )
+
+    def confirm(self, run: str, where: str, since: float = 0.0, identity: Any = None) -> None:
+        """Read what answers again (or take ``identity``, read just now) and stop the run if
+        it is not what answered it so far; skipped when it was confirmed after ``since``
+        (another thread's reconnect after the same outage)."""
+        assert self.answerer is not None, "check() comes first"
+        with self._confirming:
+            if identity is None and self.confirmed_at > since:
+                return
+            found = self.answerer_of(identity if identity is not None else self.identity())
+            refuse_change(run, self.answerer.stamp(()), found, where)
+            self.confirmed_at = time.monotonic()
+        log.info("run %s: %s the model server is still %s", run, where, found.describe())
 
     def answered(self) -> dict[str, Any]:
         """What answered the run, as the server reported it, beside what the registry says:
@@ -313,14 +279,22 @@ class Service:
         was spelled for it. Under ``identity: trust`` the registered weights are not what
         served: nothing checked them."""
         if self.backend == "sim":
+            assert self.answerer is not None, "check() comes first"
             return {
+                "identity": self.answerer.digest,
+                "server": self.answerer.describe(),
+                "weights": self.answerer.weights,
                 "model": self.weights,
                 "engine": "sim",
                 "weights_checked": True,
                 "registered": self.checked.get("registered"),
             }
         name, version, how = self.identified
+        assert self.answerer is not None, "check() comes first"
         return {
+            "identity": self.answerer.digest,
+            "server": self.answerer.describe(),
+            "weights": self.answerer.weights,
             "model": self.model,
             "models_listed": self.checked.get("models", []),
             "engine": self.engine.name if self.engine else None,
@@ -332,27 +306,31 @@ class Service:
             "registered": self.checked.get("registered"),
         }
 
-    def simulation(self) -> dict[str, Any]:
-        """Whether what answered the run is simulated, from what it said it is: the sim
-        policy in process, or a server whose identity is the project's simulated world
-        (skilleval serve-world reports the ShopSimPolicy architecture and its own launch
-        line); unknown (None) when the server reported neither."""
-        if self.backend == "sim":
-            return {"simulated": True, "by": "the sim policy, in process"}
-        info = self.checked.get("model_info", {})
-        launch = str(self.checked.get("server", {}).get("launch_command") or "")
-        architectures = info.get("architectures") or []
-        if SIMULATED_ARCHITECTURE in architectures or launch.startswith("skilleval serve-world"):
-            return {
-                "simulated": True,
-                "by": "the project's simulated world (skilleval serve-world)",
-            }
-        if not architectures and not launch:
-            return {
-                "simulated": None,
-                "by": "the server reported neither its architecture nor its launch command",
-            }
-        return {"simulated": False, "by": f"a model server serving {info.get('model_path')}"}
+
+def simulation(service: Service) -> dict[str, Any]:
+    """Whether what answered the run is simulated, from what it said it is: the sim
+    policy in process, or a server whose identity is the project's simulated world
+    (skilleval serve-world reports the ShopSimPolicy architecture and its own launch
+    line); unknown (None) when the server reported neither."""
+    if service.backend == "sim":
+        return {"simulated": True, "by": "the sim policy, in process"}
+    info = service.checked.get("model_info", {})
+    launch = str(service.checked.get("server", {}).get("launch_command") or "")
+    architectures = info.get("architectures") or []
+    if SIMULATED_ARCHITECTURE in architectures or launch.startswith("skilleval serve-world"):
+        return {
+            "simulated": True,
+            "by": "the project's simulated world (skilleval serve-world)",
+        }
+    engine, version, how = service.identified
+    if not architectures and not launch and engine is None:
+        return {
+            "simulated": None,
+            "by": "the server reported neither its architecture, its launch command nor its engine",
+        }
+    served = info.get("model_path") or service.model
+    named = f"{engine} {version or ''}".strip() if engine else "a model server"
+    return {"simulated": False, "by": f"{named} serving {served} ({how})"}
 
 
 def key_fix(api_key_env: str | None) -> str:
@@ -386,6 +364,7 @@ def served_model(declared: str | None, identity: dict[str, Any], base_url: str) 
         return models[0]
     listed = f"lists {len(models)} models ({', '.join(models[:5])})" if models else "lists none"
     raise ServiceError(
-        f"model server {base_url} {listed} at /v1/models and the protocol names none; fix: set "
+        f"model server {base_url} {listed} at {base_url.rstrip('/')}/models and the protocol "
+        "names none; fix: set "
         "model_server.model to the served name to evaluate"
     )

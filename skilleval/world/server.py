@@ -33,7 +33,7 @@ from skilleval.records.policy import AssistantTurn, ToolCall
 from skilleval.world.sampling import APPLIED_SAMPLING_PATH, ServerSampling
 from skilleval.world.sglang_identity import identity_replies, key_allows, launch_command
 from skilleval.world.shopsim import TOOLS, ShopEpisode, ShopWorld, Task, catalogue_from_json
-from skilleval.world.sim_policy import SimPolicy, weights_salt
+from skilleval.world.sim_policy import SimPolicy, prompt_tokens, weights_salt
 
 
 @dataclass
@@ -121,6 +121,18 @@ FAULT_REPLIES: dict[str | None, tuple[int, Any, dict[str, str] | None]] = {
 }  # fmt: skip
 
 
+def answer(policy: SimPolicy, request: dict[str, Any]) -> AssistantTurn:
+    """The policy's turn on a chat request; its usage counts the prompt as a served model
+    does: the messages and every tool's schema."""
+    tools = request.get("tools") or []
+    try:
+        return policy.complete(request["messages"], tools)
+    except ValueError:  # no task in it (a run's preflight): a model answers that too
+        return AssistantTurn(
+            "ready", None, (), prompt_tokens(request["messages"], tools), 1, "stop"
+        )
+
+
 def model_handler(
     policy_for: Any, identity: dict[str, Any], faults: Faults, endpoints: str
 ) -> type:
@@ -130,7 +142,6 @@ def model_handler(
         "data": [{"id": identity["served_model_name"], "object": "model"}],
     }
     sampling = ServerSampling(identity["model_path"], identity["sampling_defaults"])
-
     api_key = identity.get("api_key")
 
     class ModelHandler(JsonHandler):
@@ -170,10 +181,7 @@ def model_handler(
                 request.get("max_tokens", 4096),
                 kwargs.get("enable_thinking", True),
             )
-            try:
-                turn = policy.complete(request["messages"], request.get("tools") or [])
-            except ValueError:  # no task in it (a run's preflight): a model answers that too
-                turn = AssistantTurn("ready", None, (), 0, 1, "stop")
+            turn = answer(policy, request)
             message = turn.as_message()
             if fault == "malformed" and message.get("tool_calls"):
                 message["tool_calls"][0]["function"]["arguments"] = "{not json"

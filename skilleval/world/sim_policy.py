@@ -146,6 +146,11 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+def prompt_tokens(messages: list[Message], tools: list[dict[str, Any]]) -> int:
+    """The prompt a served model is given: the conversation and every tool's schema."""
+    return _tokens(json.dumps(messages)) + _tokens(json.dumps(tools))
+
+
 class SimPolicy:
     """Scripted policy; ``decider`` overrides the random decisions (ground-truth tables)."""
 
@@ -202,7 +207,7 @@ class SimPolicy:
         completion = _tokens(
             (reasoning or "") + content + json.dumps(call.arguments if call else {})
         )
-        prompt = _tokens(json.dumps(messages)) + _tokens(json.dumps(tools))
+        prompt = prompt_tokens(messages, tools)
         if completion > self.max_tokens:
             return AssistantTurn("", None, (), prompt, self.max_tokens, "length")
         finish = "tool_calls" if call else "stop"
