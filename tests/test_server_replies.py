@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import http.server
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 
 from skilleval.analysis.contrast import RunRecords, validity_checks
 from skilleval.env.rollout import EpisodeResult
@@ -29,6 +31,7 @@ from skilleval.runs.journal import Journal
 from skilleval.runs.runner import run_episodes
 from skilleval.runs.transcripts import read_transcripts
 from skilleval.serving.engines import ENGINES
+from skilleval.serving.http import JsonClient
 from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.serving.service import fetch_identity
 from skilleval.world.server import Faults, KillableServer, start_servers
@@ -309,3 +312,32 @@ def test_a_stopped_run_cuts_its_requests_in_flight_and_ends_within_seconds(
         time.sleep(0.05)
     assert server.posts == 7
     server.close()
+
+
+def test_a_request_the_client_gives_up_on_is_hung_up_at_the_server() -> None:
+    """The cancel a run gives a server: the client closes the connection of a request it
+    timed out on (urllib3/connectionpool.py closes a connection that did not exit cleanly),
+    which vLLM, sglang and llama-server take as the request's abort."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    hung_up = threading.Event()
+
+    def server() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            request = b""  # the whole request (headers, then its body); no reply ever comes
+            while b"\r\n\r\n" not in request:
+                request += connection.recv(65536)
+            head, _, body = request.partition(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            while len(body) < length:
+                body += connection.recv(65536)
+            connection.settimeout(10)
+            if connection.recv(1) == b"":
+                hung_up.set()
+
+    threading.Thread(target=server, daemon=True).start()
+    client = JsonClient(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", 0.5, 1)
+    with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+        client.post("/chat/completions", {"model": "m", "messages": []})
+    assert hung_up.wait(5), "the connection stayed open after the client gave up"
+    listener.close()

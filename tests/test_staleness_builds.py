@@ -108,8 +108,8 @@ def test_a_rollout_edit_recomputes_every_episode_and_its_revert_restores_them(
     built: Path,
 ) -> None:
     module = built / "skilleval" / "env" / "rollout.py"
-    old = "        while steps < max_steps:"
-    with edited(module, lambda t: t.replace(old, "        while steps < max_steps - 5:")):
+    old = "        while len(turns) < max_steps:"
+    with edited(module, lambda t: t.replace(old, "        while len(turns) < max_steps - 5:")):
         jobs, costs = stale_and_costs(built, "paper")
         runs = sorted(model_runs(jobs))
         assert len(runs) == EVERY_RUN and set(costs.values()) == {"certain"}

@@ -506,6 +506,10 @@ def test_an_episode_shows_how_it_scored_and_a_mistyped_run_is_named(built: Path)
     shown = skilleval_cli(built, "episode", "base-free", "test-0000")
     assert shown.returncode == 0, shown.stderr
     assert f"=== scored: reward {record['reward']:.4g}, " in shown.stdout, shown.stdout
+    # what answered it: the sim policy in process, on the registered checkpoint's weights
+    answered = record["answered"]
+    assert f"answered by: {answered['server']}; replies named: none named" in shown.stdout
+    assert answered["server"].startswith("model qwen35-4b-base-hf, sim, weights ")
     as_json = json.loads(skilleval_cli(built, "episode", "base-free", "test-0000", "--json").stdout)
     assert as_json["scores"]["r_success"] == record["r_success"]
     typo = skilleval_cli(built, "episode", "base-fre", "test-0000")
