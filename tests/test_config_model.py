@@ -14,8 +14,9 @@ from pydantic import BaseModel
 
 from skilleval.config.loading import merged_config, read_mapping
 from skilleval.config.matrix import Matrix
-from skilleval.config.model import Config
+from skilleval.config.model import Config, Served
 from skilleval.config.schema import load_schema
+from skilleval.serving.engines import ENGINES
 from tests.conftest import REPO
 
 SCHEMA = load_schema("config")
@@ -107,3 +108,19 @@ def test_the_seed_matrix_gives_back_the_mapping_it_was_written_as() -> None:
     typed = Matrix.model_validate(written)
     assert typed.settings() == written
     assert typed.trainer.kind == written["trainer"]["kind"]
+
+
+def test_the_engine_lists_of_schema_and_model_are_the_registry_s() -> None:
+    """An engine is one module of serving/engines and its line in ENGINES; the schema's enum
+    and the model's Literal must name exactly those engines, in any order."""
+
+    def engine_enums(node: Any) -> list[list[Any]]:
+        if isinstance(node, dict):
+            found = [node["engine"]["enum"]] if "enum" in node.get("engine", {}) else []
+            return found + [e for value in node.values() for e in engine_enums(value)]
+        return [e for value in node for e in engine_enums(value)] if isinstance(node, list) else []
+
+    (in_schema,) = engine_enums(load_schema("config"))
+    literal = typing.get_args(Served.model_fields["engine"].annotation)[0]
+    assert None in in_schema and sorted(e for e in in_schema if e) == sorted(ENGINES)
+    assert sorted(typing.get_args(literal)) == sorted(ENGINES)

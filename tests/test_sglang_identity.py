@@ -12,9 +12,8 @@ from typing import Any, ClassVar
 import pytest
 
 from skilleval.errors import ServiceError
-from skilleval.serving.launcher import sglang_arguments
+from skilleval.serving.engines.sglang import check_identity, launch_arguments, sglang_arguments
 from skilleval.serving.service import Service, fetch_identity
-from skilleval.serving.sglang_check import check_identity, launch_arguments
 from skilleval.world.sglang_identity import key_allows
 
 FIXTURES = Path(__file__).parent / "data" / "sglang"

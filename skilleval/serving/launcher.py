@@ -1,4 +1,5 @@
-"""Launching sglang on a job's leased GPUs, as a process or a docker container.
+"""Launching a model server on a job's leased GPUs, as a process or a docker container:
+the protocol's engine (serving.engines), with that engine's launch arguments.
 
 Choice: the run's own job starts the server and stops it, rather than a Snakemake
 ``service()`` job shared by several consumers. A service job's consumers start before
@@ -13,7 +14,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-import json
 import logging
 import os
 import signal
@@ -27,7 +27,6 @@ from urllib.parse import urlparse
 
 from urllib3.exceptions import HTTPError
 
-from skilleval.checkpoints.layout import model_dir
 from skilleval.errors import ServiceError
 from skilleval.serving.containers import (
     check_cards_free,
@@ -38,6 +37,7 @@ from skilleval.serving.containers import (
     remove_leftovers,
     running_container,
 )
+from skilleval.serving.engines import ENGINES, Engine
 from skilleval.serving.gpu import cards_for, job_lease, lock_directory, shared_directory
 from skilleval.serving.http import JsonClient, api_key
 from skilleval.serving.processes import (
@@ -52,58 +52,36 @@ log = logging.getLogger(__name__)
 SERVER_LOG = logging.getLogger("sglang")
 
 
-def model_flags(
-    model_path: str, tp: object, dp: object, tool_call_parser: str, reasoning_parser: str
-) -> list[str]:
-    """sglang's flags for the served model, by their full names (sglang 0.5)."""
-    return [
-        "--model-path",
-        model_path,
-        "--tp-size",
-        str(tp),
-        "--dp-size",
-        str(dp),
-        "--tool-call-parser",
-        tool_call_parser,
-        "--reasoning-parser",
-        reasoning_parser,
-    ]
-
-
-def served_path(weights: str) -> str:
-    """The checkpoint directory as the server is given it: absolute, since a container starts
-    in its own working directory, but not resolved, since the identity check compares its
-    name with the registered checkpoint's (a symlinked checkpoint keeps its name)."""
-    return str(model_dir(weights).absolute())
-
-
-def sglang_arguments(weights: str, server: Mapping[str, Any], port: int, name: str) -> list[str]:
-    return [
-        *model_flags(
-            served_path(weights),
-            server["tp"],
-            server["dp_size"],
-            server["tool_call_parser"],
-            server["reasoning_parser"],
-        ),
-        "--served-model-name",
-        name,
-        # A parameter a request leaves out must not come from the checkpoint's
-        # generation_config.json (sglang's default, --sampling-defaults model).
-        "--sampling-defaults",
-        "openai",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
+def launched_engine(kind: str, server: Mapping[str, Any]) -> Engine:
+    """The engine a run's job launches: the protocol's model_server.engine (sglang when it
+    names none), refused where the run cannot launch it."""
+    name = server.get("engine") or "sglang"
+    engine = ENGINES[name]
+    launchable = sorted(n for n, e in ENGINES.items() if e.launch is not None)
+    if engine.launch is None:
+        raise ServiceError(
+            f"model_server.engine {name} cannot be launched by a run's job (the engines it "
+            f"launches: {', '.join(launchable)}); fix: serve it yourself and set "
+            "backends.model_server: external"
+        )
+    if kind == "docker" and name != "sglang":
+        raise ServiceError(
+            f"model_server docker launches sglang's image only, and model_server.engine is "
+            f"{name}; fix: backends.model_server: process"
+        )
+    return engine
 
 
 def wait_healthy(
-    base_url: str, name: str, timeout_s: float, alive: Any, headers: dict[str, str]
+    base_url: str,
+    name: str,
+    timeout_s: float,
+    alive: Any,
+    headers: dict[str, str],
+    ready_path: str = "/health",
 ) -> None:
-    """Wait for /health, then make sure the server that answered is this job's: its
-    /v1/models must list the name this job gave it (sglang's served model name).
+    """Wait for ``ready_path`` (the engine's: sglang's /health), then make sure the server
+    that answered is this job's: its /v1/models must list the name this job gave it.
     ``headers``: the protocol's key, which a server started with --api-key wants there."""
     root = server_root(base_url)
     client = JsonClient(root, 5.0, connections=1)
@@ -112,7 +90,7 @@ def wait_healthy(
         if not alive():
             raise ServiceError(f"model server for {root} exited during start-up")
         try:
-            if client.get("/health").status == 200:
+            if client.get(ready_path).status == 200:
                 break
         except HTTPError:
             pass
@@ -139,10 +117,14 @@ def served_names(base_url: str, headers: dict[str, str]) -> list[str]:
 @contextlib.contextmanager
 def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -> Iterator[str]:
     """The job's own server: stop the servers killed jobs left, lease cards and a port,
-    start sglang there and yield its base URL once it proves it is this job's."""
+    start the protocol's engine there and yield its base URL once it proves it is this
+    job's."""
     if kind not in ("process", "docker"):
         raise ServiceError(f"cannot launch a model server of kind {kind!r}")
-    check_servable(kind, server["launch"], weights)
+    engine = launched_engine(kind, server)
+    assert engine.launch is not None
+    if engine.launch.runs_engine(kind, server["launch"]):
+        engine.launch.check_servable(weights)
     key = {"Authorization": f"Bearer {api_key(server['api_key_env'])}"}
     lock_dir = shared_directory(lock_directory())
     occupied = stop_orphans(lock_dir)
@@ -158,52 +140,35 @@ def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -
         cards = lease.visible_devices
         name = served_model_name(run, cards, port)
         log.info("run %s: GPUs %s and port %d leased for the model server", run, cards, port)
-        arguments = sglang_arguments(weights, server, port, name)
+        arguments = engine.launch.arguments(weights, server, port, name)
         base_url = f"http://127.0.0.1:{port}/v1"
         launch = server["launch"]
         healthy = functools.partial(
-            wait_healthy, base_url, name, launch["startup_timeout_s"], headers=key
+            wait_healthy,
+            base_url,
+            name,
+            launch["startup_timeout_s"],
+            headers=key,
+            ready_path=engine.launch.ready_path,
         )
         if client is None:
             started = server_process(run, launch, arguments, cards, port, name, lock_dir, healthy)
         else:
             started = server_container(
-                client, run, launch, weights, arguments, cards, port, healthy
+                client,
+                run,
+                launch,
+                engine.launch.served_path(weights),
+                arguments,
+                cards,
+                port,
+                healthy,
             )
         try:
             with started:
                 yield base_url
         finally:
             log.info("run %s: model server stopped; GPUs %s and port %d released", run, cards, port)
-
-
-def launches_sglang(kind: str, launch: Mapping[str, Any]) -> bool:
-    if kind == "docker":
-        return "sglang" in str(launch.get("image", ""))
-    return any("sglang" in str(part) for part in launch["command"])
-
-
-def check_servable(kind: str, launch: Mapping[str, Any], weights: str) -> None:
-    """sglang loads a Hugging Face checkpoint directory through its config.json
-    (sglang/srt/configs/model_config.py: get_config of sglang/srt/utils/
-    hf_transformers_utils.py, transformers' AutoConfig) and picks the model class from its
-    ``architectures`` (sglang/srt/model_loader/utils.py). The simulated world's checkpoint
-    names none (model_type shopsim-policy). Refuse before any card is leased."""
-    if not launches_sglang(kind, launch):
-        return
-    config_file = model_dir(weights) / "config.json"
-    try:
-        architectures = json.loads(config_file.read_text()).get("architectures")
-    except (OSError, ValueError, AttributeError):
-        architectures = None
-    if not architectures:
-        raise ServiceError(
-            f"{config_file} is missing or names no architectures, so sglang cannot serve "
-            f"{config_file.parent} (the simulated world's checkpoint, or not a Hugging Face "
-            "checkpoint); the real path needs real checkpoints: add --configfile "
-            "config/examples/real-path.yaml (or point checkpoints.*.path at them), or leave "
-            "model_server local for the simulated world"
-        )
 
 
 @contextlib.contextmanager
@@ -271,16 +236,15 @@ def server_container(
     client: Any,
     run: str,
     launch: Mapping[str, Any],
-    weights: str,
+    served: str,
     arguments: list[str],
     cards: str,
     port: int,
     healthy: Callable[[Callable[[], bool]], None],
 ) -> Iterator[None]:
+    """``served``: the checkpoint's path as the engine is given it, mounted as it is."""
     check_cards_free(client, cards)
-    spec = container_spec(
-        launch, arguments, served_path(weights), cards, container_labels(run, cards, port)
-    )
+    spec = container_spec(launch, arguments, served, cards, container_labels(run, cards, port))
     ensure_image(client, launch["image"], launch.get("image_archive"))
     with running_container(client, spec) as container:
         log.info(

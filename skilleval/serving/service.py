@@ -14,9 +14,9 @@ from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.errors import ServiceError
 from skilleval.serving.answerer import Answerer, answerer_of, refuse_change, template_digest
 from skilleval.serving.engines import Engine, Identified, engine_of, identify
+from skilleval.serving.engines.sglang import check_identity
 from skilleval.serving.http import JsonClient, Reply
 from skilleval.serving.outage import ServerCalls, StatusFailure, raise_if_retryable
-from skilleval.serving.sglang_check import check_identity
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import secrets
 import shlex
 from typing import Any
 
-from skilleval.serving.launcher import model_flags
+from skilleval.serving.engines.sglang import model_flags
 
 
 def key_allows(api_key: str | None, method: str, path: str, authorization: str | None) -> bool:

@@ -1,14 +1,19 @@
-"""sglang's identity, checked against the protocol and the run's checkpoint: the server
-must report every field the run pins (fail closed), serve the registered checkpoint and
-have been launched with the protocol's flags."""
+"""sglang: its sampling dialect, how it is told, how its identity is checked against the
+protocol and the run's checkpoint (every field the run pins must be reported: fail
+closed; the registered checkpoint served; the protocol's flags launched), and how a run's
+job launches it on its leased cards (sglang 0.5's flags, by their full names)."""
 
 from __future__ import annotations
 
+import json
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from skilleval.checkpoints.layout import model_dir
+from skilleval.errors import ServiceError
+from skilleval.serving.engines.base import Engine, Identified, Launch
 
 # Flags of sglang's launch_command the protocol pins, by every spelling sglang accepts.
 LAUNCH_FLAGS = {
@@ -105,3 +110,89 @@ def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: st
                 f"launch_command sets {key} to {launched[key]!r}, the protocol requires {value!r}"
             )
     return problems
+
+
+def identify(identity: Mapping[str, Any]) -> Identified | None:
+    if identity.get("identity_endpoints"):
+        version = (identity.get("server") or {}).get("version")
+        return "sglang", version, "it answers sglang's identity endpoints"
+    return None
+
+
+def model_flags(
+    model_path: str, tp: object, dp: object, tool_call_parser: str, reasoning_parser: str
+) -> list[str]:
+    """sglang's flags for the served model, by their full names (sglang 0.5)."""
+    return [
+        "--model-path",
+        model_path,
+        "--tp-size",
+        str(tp),
+        "--dp-size",
+        str(dp),
+        "--tool-call-parser",
+        tool_call_parser,
+        "--reasoning-parser",
+        reasoning_parser,
+    ]
+
+
+def served_path(weights: str) -> str:
+    """The checkpoint directory as the server is given it: absolute, since a container starts
+    in its own working directory, but not resolved, since the identity check compares its
+    name with the registered checkpoint's (a symlinked checkpoint keeps its name)."""
+    return str(model_dir(weights).absolute())
+
+
+def sglang_arguments(weights: str, server: Mapping[str, Any], port: int, name: str) -> list[str]:
+    return [
+        *model_flags(
+            served_path(weights),
+            server["tp"],
+            server["dp_size"],
+            server["tool_call_parser"],
+            server["reasoning_parser"],
+        ),
+        "--served-model-name",
+        name,
+        # A parameter a request leaves out must not come from the checkpoint's
+        # generation_config.json (sglang's default, --sampling-defaults model).
+        "--sampling-defaults",
+        "openai",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+
+
+def check_servable(weights: str) -> None:
+    """sglang loads a Hugging Face checkpoint directory through its config.json
+    (sglang/srt/configs/model_config.py: get_config of sglang/srt/utils/
+    hf_transformers_utils.py, transformers' AutoConfig) and picks the model class from its
+    ``architectures`` (sglang/srt/model_loader/utils.py). The simulated world's checkpoint
+    names none (model_type shopsim-policy). Refuse before any card is leased."""
+    config_file = model_dir(weights) / "config.json"
+    try:
+        architectures = json.loads(config_file.read_text()).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        architectures = None
+    if not architectures:
+        raise ServiceError(
+            f"{config_file} is missing or names no architectures, so sglang cannot serve "
+            f"{config_file.parent} (the simulated world's checkpoint, or not a Hugging Face "
+            "checkpoint); the real path needs real checkpoints: add --configfile "
+            "config/examples/real-path.yaml (or point checkpoints.*.path at them), or leave "
+            "model_server local for the simulated world"
+        )
+
+
+ENGINE = Engine(
+    "sglang",
+    -1,
+    {"min_p": 0.0, "repetition_penalty": 1.0},
+    "sglang/srt/sampling/sampling_params.py: top_k -1 disables; defaults from the "
+    "checkpoint's generation_config.json unless --sampling-defaults openai",
+    identify,
+    Launch(sglang_arguments, "/health", check_servable, "sglang", served_path),
+)
