@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from skilleval.cli import _clean_servers
 from skilleval.errors import GpuLeaseError, ServiceError
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
@@ -39,6 +38,7 @@ from skilleval.serving.processes import (
     read_labels,
     sglang_ports,
 )
+from skilleval.workflow.commands import clean_servers
 from skilleval.world.server import start_servers
 from tests.conftest import REPO, stand_in_server
 from tests.test_http_path import free_port, http_inputs
@@ -225,8 +225,8 @@ def test_a_killed_runs_server_is_stopped_before_the_next_run_leases(
     [(_, orphan)] = read_labels(lock_dir)
     assert orphan.server_alive(), "the orphan should outlive its SIGKILLed job"
     assert orphan.port == base and orphan.run == "base-S0"
-    assert _clean_servers("base-S0", "list") == [f"server pid {orphan.pid} (port {base})"]
-    assert _clean_servers("final-ST", "list") == []
+    assert clean_servers("base-S0", "list") == [f"server pid {orphan.pid} (port {base})"]
+    assert clean_servers("final-ST", "list") == []
 
     caplog.set_level("INFO")
     summary = evaluate(
