@@ -401,6 +401,12 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The tests that start a SLURM cluster or a Docker engine are of the full suite only:
+    # the fast tier (pytest -m "not slow") is the rest.
+    for item in items:
+        if item.get_closest_marker("slurm") or item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.slow)
+
     def rank(item: pytest.Item) -> int:
         name = item.path.name
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)

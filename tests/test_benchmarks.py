@@ -24,6 +24,7 @@ BENCHMARKS = {
     "bench_eval_graph.py": ((), "no-op 'snakemake -n paper'"),
     "bench_gpu_phase.py": ((), "GPU 0 leased: False"),
     "bench_http_throughput.py": ((), "results identical task by task: True"),
+    "bench_suite_tiers.py": ((), "fast tier  pytest -q -m 'not slow'"),
     "gpu_leases/run.py": (
         ("--fake-gpus", "4", "--jobs", "3", "--hold", "0.2"),
         "jobs that got GPU 0: 0",

@@ -68,6 +68,7 @@ def test_sigkill_releases_the_lease(tmp_path: Path) -> None:
         assert lease.devices == (1,)
 
 
+@pytest.mark.slow
 def test_forty_jobs_through_snakemake_never_overlap_or_touch_gpu0(tmp_path: Path) -> None:
     """40 one-card jobs, -j 40, --resources gpu=13, inventory 1-13 (14 cards, 0 protected)."""
     base = [
