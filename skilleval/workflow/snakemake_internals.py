@@ -7,6 +7,8 @@ tests/test_snakemake_internals.py calls every one on the installed Snakemake.
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -82,3 +84,55 @@ def not_a_rerun_trigger(value: Model) -> Model:
     if not isinstance(value, BaseModel):
         raise TypeError(f"{value!r} would be compared by the params trigger; pass a model")
     return value
+
+
+# How Snakemake 9 words a job's reason (snakemake/dag.py Reason.__str__, as the logger's
+# job_info event carries it: a string, no structure): each kind of cause by the words its
+# part begins with. No documented interface gives these causes as values.
+REASON_KINDS = {
+    "Params have changed": "params",
+    "Missing output files": "missing",
+    "Input files updated by another job": "updated_by_job",
+    "Updated input files": "updated_input",
+    "Forced execution": "forced",
+}
+PARAMS_CHANGE = re.compile(r"before: (?P<before>.*?) now: (?P<now>.*?)\s*$")
+NOTHING = "<nothing exclusive>"
+
+
+def reason_parts(reason: str) -> list[tuple[str, str, str]]:
+    """A job's reason as (kind, what follows the colon, the cause's own words) per cause;
+    kind ``other`` for words no kind above begins."""
+    parts = []
+    for part in re.split(r";\s*(?=[A-Z])", reason):
+        part = part.strip()
+        if not part:
+            continue
+        kind = next((k for words, k in REASON_KINDS.items() if part.startswith(words)), "other")
+        parts.append((kind, part.split(":", 1)[-1].strip(), part))
+    return parts
+
+
+def params_change(detail: str) -> tuple[list[Any], list[Any]] | None:
+    """The params before and now of a params cause (Reason's "before: ... now: ..."), each
+    a comma-joined list of Python reprs as Snakemake prints them; None without both."""
+    change = PARAMS_CHANGE.search(detail)
+    if change is None:
+        return None
+    return literals(change["before"]), literals(change["now"])
+
+
+def literals(text: str) -> list[Any]:
+    """The values of a comma-joined list of Python reprs (how Snakemake prints params)."""
+    text = text.strip()
+    if not text or text == NOTHING:
+        return []
+    values, pending = [], ""
+    for piece in text.split(","):
+        pending = f"{pending},{piece}" if pending else piece
+        try:
+            values.append(ast.literal_eval(pending.strip()))
+        except (ValueError, SyntaxError):
+            continue
+        pending = ""
+    return values

@@ -12,7 +12,6 @@ Each planned model or trainer run is priced as certain or conditional
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,10 +26,9 @@ from skilleval.skills.bank import bank_hash, load_bank
 from skilleval.workflow.plan import WorkflowPlan
 from skilleval.workflow.planned import KeptResults, RunCost, planned_jobs, run_cost
 from skilleval.workflow.rule_inputs import SIM_TRAINER_JOB
+from skilleval.workflow.snakemake_internals import params_change, reason_parts
 
-NOTHING = "<nothing exclusive>"
 REBUILT = "rebuilt after its inputs: "
-PARAMS_CHANGE = re.compile(r"before: (?P<before>.*?) now: (?P<now>.*?)\s*$")
 IDENTITY = re.compile(r"[0-9a-f]{16}")
 CHANGED_RUN = re.compile(r"ablation run (?P<run>\S+): evidence identity ")
 
@@ -51,22 +49,6 @@ class StaleJob:
             "cells": list(self.cells),
             "cost": self.cost.as_json() if self.cost else None,
         }
-
-
-def literals(text: str) -> list[Any]:
-    """The values of a comma-joined list of Python reprs (how Snakemake prints params)."""
-    text = text.strip()
-    if not text or text == NOTHING:
-        return []
-    values, pending = [], ""
-    for piece in text.split(","):
-        pending = f"{pending},{piece}" if pending else piece
-        try:
-            values.append(ast.literal_eval(pending.strip()))
-        except (ValueError, SyntaxError):
-            continue
-        pending = ""
-    return values
 
 
 def _config_path(config: Mapping[str, Any], value: Mapping[str, Any], prefix: str = "") -> str:
@@ -145,26 +127,23 @@ def explain(
     """Snakemake's reason for one job, in the project's words. A job with some of its
     ``outputs`` on disk is stale for what it lacks, not unbuilt."""
     phrases: list[str] = []
-    for part in re.split(r";\s*(?=[A-Z])", reason):
-        part = part.strip()
-        change = PARAMS_CHANGE.search(part)
-        if part.startswith("Params have changed") and change:
-            before, now = literals(change["before"]), literals(change["now"])
-            phrases += describe_params(before, now, config, rule)
-        elif part.startswith("Missing output files"):
-            missing = [f.strip() for f in part.split(":", 1)[-1].split(",") if f.strip()]
+    for kind, detail, part in reason_parts(reason):
+        change = params_change(detail) if kind == "params" else None
+        if change is not None:
+            phrases += describe_params(*change, config, rule)
+        elif kind == "missing":
+            missing = [f.strip() for f in detail.split(",") if f.strip()]
             if outputs and len(set(missing)) < len(set(outputs)):
                 phrases.append(f"missing output: {', '.join(missing)}")
             else:
                 phrases.append("not built yet (or removed/archived)")
-        elif part.startswith("Input files updated by another job"):
-            files = part.split(":", 1)[1].strip()
-            phrases.append(f"{REBUILT}{files}")
-        elif part.startswith("Updated input files"):
-            phrases.append(f"input changed: {part.split(':', 1)[1].strip()}")
-        elif part.startswith("Forced execution"):
+        elif kind == "updated_by_job":
+            phrases.append(f"{REBUILT}{detail}")
+        elif kind == "updated_input":
+            phrases.append(f"input changed: {detail}")
+        elif kind == "forced":
             phrases.append("forced (-f/-R/--forcerun)")
-        elif part:
+        else:
             phrases.append(part)
     return phrases
 
