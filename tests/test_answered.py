@@ -24,8 +24,10 @@ from tests.conftest import AS_LAUNCHED, read_jsonl
 from tests.test_http_path import http_inputs
 
 
-def serving(world: Path, name: str, faults: Faults | None = None) -> WorldServers:
-    weights = world / "checkpoints" / "base" / "model.safetensors"
+def serving(
+    world: Path, name: str, faults: Faults | None = None, checkpoint: str = "base"
+) -> WorldServers:
+    weights = world / "checkpoints" / checkpoint / "model.safetensors"
     server_args = {**AS_LAUNCHED, "served_model_name": name}
     return start_servers(str(weights), str(world), 20260830, faults=faults, server_args=server_args)
 
@@ -177,3 +179,24 @@ def test_a_contrast_of_one_checkpoint_answered_by_two_models_fails_a_named_check
     mixed = replace(control, records=[{**r, "answered": None} for r in control.records[:1]])
     checks = {c.name: c for c in validity_checks(mixed, mixed)}
     assert not checks["one_answerer_control"].passed
+
+
+def test_a_resumed_run_refuses_other_weights_under_the_same_name(
+    small_world: Path, smol: WorldServers, tmp_path: Path
+) -> None:
+    """identity: trust, so the server's weights are not checked against the registry: what
+    answered the journal's episodes is what the resume is held to."""
+    trusted = http_inputs(small_world, smol.model_url, smol.env_url, identity="trust")
+    evaluate(trusted, **outputs(tmp_path / "first"))
+    interrupt_midway(tmp_path / "journal")
+    other = serving(small_world, "smol", checkpoint="final")
+    try:
+        with pytest.raises(AnswererChanged) as refused:
+            evaluate(
+                http_inputs(small_world, other.model_url, other.env_url, identity="trust"),
+                **outputs(tmp_path / "other"),
+            )
+    finally:
+        other.shutdown()
+    said = str(refused.value)
+    assert "checkpoints/final" in said and "checkpoints/base" in said and "\n" not in said
