@@ -138,3 +138,7 @@ class AnswererChanged(ServiceError):
     """The model that answers a run is not the one that answered its episodes so far (a
     resumed journal, a server restarted on other weights): the run stops rather than
     combine two models' episodes; the journal keeps every episode."""
+
+
+class FigureError(SkillevalError):
+    """A figure draws text past its own edges: the PDF would print it cut."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from skilleval.errors import FigureError
 from skilleval.report.front import compact_main_table, front_page
 from skilleval.report.latex import latex_escape
 from skilleval.report.layout import (
@@ -23,6 +24,7 @@ from skilleval.report.layout import (
 )
 from skilleval.report.sections import ablation_section, joined_refs
 from skilleval.report.writer import Section, write_table_set
+from skilleval.storage.figures import characters_across, save_pdf, wrapped
 
 REPO = Path(__file__).resolve().parent.parent
 TEX = shutil.which("pdflatex")
@@ -221,3 +223,30 @@ def test_a_raw_less_than_is_reported_and_the_escaped_one_prints_as_typed(tmp_pat
     )
     assert not [p for p in escaped.problems if "where the source has" in p]
     assert "<0.001" in PdfReader(tmp_path / "escaped.pdf").pages[0].extract_text()
+
+
+def test_a_figure_label_drawn_past_its_edge_is_refused_and_its_wrapped_form_passes(
+    tmp_path: Path,
+) -> None:
+    """A planted panel: a long x-axis label at 7 pt on a 1.6 in figure, as the ablation
+    panels are drawn. Cut, it fails saving, naming the text; wrapped by the stated rule,
+    it saves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    label = "optimizer.longitudinal_pair_selection, policy.model"
+    for text, refused in ((label, True), (wrapped(label, characters_across(1.6, 7)), False)):
+        with plt.rc_context({"font.size": 7, "axes.labelsize": 7}):
+            fig, ax = plt.subplots(figsize=(1.6, 1.6), layout="constrained")
+            ax.plot([0, 1], [0, 1])
+            ax.set_xlabel(text)
+            if refused:
+                with pytest.raises(FigureError, match=r"longitudinal_pair_selection.* by \d"):
+                    save_pdf(fig, str(tmp_path / "cut.pdf"))
+                assert not (tmp_path / "cut.pdf").exists()
+            else:
+                save_pdf(fig, str(tmp_path / "wrapped.pdf"))
+                assert (tmp_path / "wrapped.pdf").stat().st_size > 0
+            plt.close(fig)

@@ -6,7 +6,6 @@ stay in the tables with a dagger and their reasons.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ from skilleval.records.ablation import AblationAudit, AblationSummary
 from skilleval.report.latex import environment, latex_escape, signed
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
-from skilleval.storage.figures import PAPER_FONTS, save_pdf
+from skilleval.storage.figures import PAPER_FONTS, characters_across, save_pdf, wrapped
 
 METRICS = ("best_selection_score", "base_score", "best_test_score", "delta", "tokens")
 
@@ -271,7 +270,8 @@ def group_figure(
             ha="right" if crowded else "center",
             rotation_mode="anchor",
         )
-        ax.set_title(f"{group}\n({spec.prefix}, §{spec.section})")
+        title_width = characters_across(PANEL_INCHES[0], PANEL_FONTS["axes.titlesize"])
+        ax.set_title(f"{wrapped(group, title_width)}\n({spec.prefix}, §{spec.section})")
         ax.set_xlabel(axis_label(spec))
         ax.set_ylabel("best test score")
         save_pdf(fig, out_pdf)
@@ -286,8 +286,8 @@ def axis_label(spec: Group) -> str:
     if spec.axis:
         return spec.axis
     varied = sorted({key for overrides in spec.values.values() for key in overrides})
-    # Wrapped to the panel's width at 7 pt.
-    return textwrap.fill(", ".join(varied) or "value", width=28)
+    width = characters_across(PANEL_INCHES[0], PANEL_FONTS["axes.labelsize"])
+    return wrapped(", ".join(varied) or "value", width)
 
 
 def benchmark_legend(matrix: Matrix, out_pdf: str) -> None:
