@@ -61,7 +61,10 @@ def draw_forest(ax: Any, rows: list[Any], colours: Mapping[str, str], title: str
     ax.set_yticklabels([r.name for r in reversed(rows)])
     confidence = next((r.confidence for r in rows if r.confidence is not None), None)
     interval = f", {confidence:.0%} CI" if confidence is not None else ""
-    ax.set_xlabel(f"Δ reward (treatment − control){interval}")  # as the tables write them
+    # Δ and a minus sign, as the tables write them
+    ax.set_xlabel(
+        f"\N{GREEK CAPITAL LETTER DELTA} reward (treatment \N{MINUS SIGN} control){interval}"
+    )
     ax.set_ylabel("contrast")
     ax.set_title(title)
 
