@@ -186,7 +186,8 @@ def test_the_front_page_holds_table_figure_captions_and_notice(tmp_path: Path) -
         "Simulated!",
     )
     table = compact_main_table(str(copy))
-    assert "<td>5,749</td>" in table and "<td>+0.0108</td>" in table
+    right = '<td style="text-align:right">'  # numbers right-aligned, as in the PDF
+    assert f"{right}5,749</td>" in table and f"{right}+0.0108</td>" in table
     assert "Simulated!" not in table and "Long main caption" not in table
     page = front_page(table, "Main table caption", b"\x89PNG", "Forest caption", "Simulated!")
     assert (

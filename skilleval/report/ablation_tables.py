@@ -61,16 +61,32 @@ def fmt(x: float) -> str:
     return f"{x:.4f}"
 
 
+# The CSV copies hold the numbers as numbers, one column each, beside the run and its
+# audit; the LaTeX, Markdown and HTML copies print them rounded.
+ABLATION_COLUMNS = ["group", "value", "reused_default", "run_id", *METRICS, "valid", "reasons"]
+ABLATION_UNITS = (
+    "best_selection_score, base_score, best_test_score: scores in [0, 1]; delta: "
+    "best_test_score - base_score; tokens: the trainer's tokens of the run; valid: its audit "
+    "passed (reasons: why not)"
+)
+HARNESS_UNITS = (
+    "<student>_test: best test score of the run with that student (empty: not run); "
+    "<student>_delta: that score - the initial skill's; <student>_valid: its audit passed "
+    "(reasons: why not)"
+)
+
+
 def render(
     frame: pd.DataFrame,
     tex_rows: list[dict[str, Any]],
     outputs: Mapping[str, str],
     summaries: Sequence[str],
+    data: tuple[pd.DataFrame, str],
     **template: Any,
 ) -> None:
-    """``summaries``: the run summaries the table shows, whose notice it carries. The copies
-    name every row's first column (the LaTeX leaves a repeat blank) and add the reason of a
-    dagger."""
+    """``summaries``: the run summaries the table shows, whose notice it carries; ``data``:
+    the CSV's numbers and what its columns mean. The other copies name every row's first
+    column (the LaTeX leaves a repeat blank) and add the reason of a dagger."""
     notice = notice_of(ablation_summaries=summaries)
     notes = [
         rf"$^\dagger$ {latex_escape(r['run_id'])}: {latex_escape(r['reasons'])}"
@@ -88,7 +104,9 @@ def render(
         reason = "" if record["valid"] else rf"$^\dagger$ {latex_escape(record['reasons'])}"
         rows.append([first, *row["cells"][1:], reason])
     header = [*template["header"].split(" & "), "Note"]
-    write_table_set(outputs, tex, [Section("Runs", "runs", header, rows)], notice)
+    numbers, units = data
+    section = Section("Runs", "runs", header, rows, data=numbers, units=units)
+    write_table_set(outputs, tex, [section], notice)
 
 
 def planned_runs(
@@ -132,6 +150,7 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
         tex_rows,
         outputs,
         [files[run_id][0] for run_id in frame.get("run_id", [])],
+        (frame.reindex(columns=ABLATION_COLUMNS), ABLATION_UNITS),
         rule="ablation_table",
         short_caption=f"Ablations on {latex_escape(bench)}",
         label=f"tab:ablation-{bench}",
@@ -200,6 +219,7 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
         tex_rows,
         outputs,
         [files[run.run_id][0] for run, _ in harness_runs],
+        (harness_numbers(frame), HARNESS_UNITS),
         rule="harness_table",
         label="tab:harness",
         short_caption="Harness runs",
@@ -209,6 +229,13 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
         colspec="llrr",
         header="Benchmark & Setting & Codex & Claude",
     )
+
+
+def harness_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """The harness table's CSV: each setting's scores and audits, by student."""
+    students = [c.removesuffix("_test") for c in frame.columns if c.endswith("_test")]
+    columns = [f"{s}_{k}" for s in sorted(students) for k in ("test", "delta", "valid")]
+    return frame.reindex(columns=["benchmark", "setting", *columns, "reasons"])
 
 
 def benchmark_colours(matrix: Matrix) -> dict[str, Any]:

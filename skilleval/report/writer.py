@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -130,9 +131,22 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), "|" + "|".join(align) + "|", *map(line, rows)])
 
 
+# A cell that is a number as the tables print it: a sign, digits, a decimal point, an
+# interval's brackets, a count's k/M/G, a percent or a dagger.
+NUMERIC_CELL = re.compile(
+    r"^[-+\u2212\u2013]?[\d.,]+[kMG%]?(\s*[\[(][-+\u2212\d., ]+[\])])?[\u2020*]?$"
+)
+
+
+def _td(cell: str) -> str:
+    """A cell; a number right-aligned, as the PDF aligns its columns of numbers."""
+    aligned = ' style="text-align:right"' if NUMERIC_CELL.match(cell.strip()) else ""
+    return f"<td{aligned}>{escape(cell)}</td>"
+
+
 def _html(title: str, caption: str, header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in rows)
     caption_line = f"<caption>{escape(caption)}</caption>" if caption else ""
     return (
         f"<h3>{escape(title)}</h3><table>{caption_line}"
