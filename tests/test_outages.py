@@ -29,6 +29,7 @@ from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.world.server import Faults, WorldServers, start_servers
 from tests.conftest import AS_LAUNCHED, read_jsonl, run_inputs
 from tests.test_http_path import http_inputs, strip
+from tests.test_progress import Terminal
 
 SEED = 20260830
 
@@ -291,17 +292,6 @@ def test_retry_after_is_honoured() -> None:
     assert calls.call(request) == "ok"
     assert time.monotonic() - start >= 0.4
     assert ledger.snapshot() == {"model/429": 1}
-
-
-class Terminal:
-    def __init__(self) -> None:
-        self.writes: list[str] = []
-
-    def write(self, text: str) -> None:
-        self.writes.append(text)
-
-    def flush(self) -> None:
-        pass
 
 
 def test_a_server_refusing_connections_is_said_on_the_terminal_at_once_with_its_address(

@@ -316,7 +316,7 @@ def test_a_run_launches_llama_cpp_python_on_its_leased_card_and_stops_it(
     assert not [
         cmdline
         for cmdline in Path("/proc").glob("[0-9]*/cmdline")
-        if b"skilleval/base-free/gpu" in read_or_nothing(cmdline)
+        if answered["model"].encode() in read_or_nothing(cmdline)  # its own label: card, port, pid
     ], "the launched server outlived its run"
 
 
