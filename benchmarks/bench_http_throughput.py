@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.config.model import Config
+from skilleval.protocol.sections import Protocol
 from skilleval.runs.evaluation import evaluate
 from skilleval.serving.launcher import wait_healthy
 from skilleval.workflow.plan import WorkflowPlan
@@ -112,19 +113,19 @@ def main(latency: float) -> None:
             config = yaml.safe_load(Path("config/config.yaml").read_text())
             plan = WorkflowPlan(Config.model_validate(config))
             inputs = plan.run_inputs(plan.runs["base-free"])
-            protocol = copy.deepcopy(inputs.protocol)
+            protocol = copy.deepcopy(inputs.protocol.settings())
             protocol["execution"]["model_server"]["base_url"] = model_url
             protocol["execution"]["environment"]["url"] = env_url
             protocol["tasks"]["split_file"] = str(root / "persona_splits.v1.json")
             inputs = replace(
                 inputs,
-                protocol=protocol,
+                protocol=Protocol.model_validate(protocol),
                 checkpoint_path=str(weights),
                 split_file=str(root / "persona_splits.v1.json"),
                 catalogue=str(root / "catalogue.json"),
                 backends={"policy": "openai", "environment": "http", "model_server": "external"},
             )
-            concurrency = protocol["runtime"]["concurrency"]
+            concurrency = inputs.protocol.runtime.concurrency
             first = timed_run(inputs, root, "listed", server.pid)
             # The same tasks again, as a later run: the first run's journal holds their lengths.
             second = timed_run(

@@ -5,9 +5,11 @@ from skilleval.serving.gpu import export_allowed
 
 with logged(snakemake.log[0], snakemake):
     export_allowed(snakemake.resources.get("gpu_devices"))
-    inputs = RunInputs.from_settings(snakemake.params.inputs, dict(snakemake.input.items()))
+    inputs = RunInputs.from_settings(
+        snakemake.params.inputs, dict(snakemake.input.items()), snakemake.params.execution
+    )
     evaluate(
-        inputs.executed_with(snakemake.params.execution),
+        inputs,
         snakemake.output.results,
         snakemake.output.summary,
         snakemake.params.journal_root,

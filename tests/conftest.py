@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import compileall
+import copy
 import json
 import os
 import re
@@ -9,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from filelock import FileLock
 
 from skilleval.config.matrix import Matrix
 from skilleval.config.model import Config
+from skilleval.protocol.sections import Protocol, Sampling
 from skilleval.runs.inputs import RunInputs
 from skilleval.skills.bank import Prompt
 from skilleval.workflow.plan import WorkflowPlan
@@ -130,7 +132,26 @@ def run_inputs(world: Path, run: str = "base-S0", **changes: Any) -> RunInputs:
         ck["path"] = str(world / "checkpoints" / Path(ck["path"]).parent.name / "model.safetensors")
     for name, bank in config["banks"].items():
         bank["path"] = str(world / "banks" / f"{name}.md")
-    return replace((plan := plan_of(config)).run_inputs(plan.runs[run]), **changes)
+    inputs = (plan := plan_of(config)).run_inputs(plan.runs[run])
+    return with_protocol(inputs, changes.pop("protocol", inputs.protocol), **changes)
+
+
+def shipped_sampling() -> Sampling:
+    """The shipped protocol's sampling, as a run's policy is given it."""
+    return Sampling.model_validate(load_default_config()["protocols"]["local-sglang"]["sampling"])
+
+
+def protocol_values(inputs: RunInputs) -> dict[str, Any]:
+    """The run's protocol as the mapping it was written as, for a test to edit."""
+    return copy.deepcopy(inputs.protocol.settings())
+
+
+def with_protocol(
+    inputs: RunInputs, protocol: Protocol | Mapping[str, Any], **changes: Any
+) -> RunInputs:
+    """The inputs with another protocol (typed, as a job is given it) and other changes."""
+    typed = protocol if isinstance(protocol, Protocol) else Protocol.model_validate(protocol)
+    return replace(inputs, protocol=typed, **changes)
 
 
 # The test server's sglang arguments as the launcher starts sglang (sglang's own default,

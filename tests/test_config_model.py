@@ -10,17 +10,21 @@ import typing
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
+from skilleval.config.checks import validate_config
 from skilleval.config.loading import merged_config, read_mapping
 from skilleval.config.matrix import Matrix
-from skilleval.config.model import Config, Served
+from skilleval.config.model import Config
 from skilleval.config.schema import load_schema
+from skilleval.errors import ConfigError
 from skilleval.serving.engines import ENGINES
-from tests.conftest import REPO
+from tests.conftest import REPO, load_default_config
 
 SCHEMA = load_schema("config")
 MATRIX_SCHEMA = load_schema("ablation")
+SCHEMAS = REPO / "skilleval" / "config" / "schemas"
 
 
 def resolved(node: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -110,17 +114,27 @@ def test_the_seed_matrix_gives_back_the_mapping_it_was_written_as() -> None:
     assert typed.trainer.kind == written["trainer"]["kind"]
 
 
-def test_the_engine_lists_of_schema_and_model_are_the_registry_s() -> None:
-    """An engine is one module of serving/engines and its line in ENGINES; the schema's enum
-    and the model's Literal must name exactly those engines, in any order."""
+def engine_enums(node: Any) -> list[list[Any]]:
+    if isinstance(node, dict):
+        found = [node["engine"]["enum"]] if "enum" in node.get("engine", {}) else []
+        return found + [e for value in node.values() for e in engine_enums(value)]
+    return [e for value in node for e in engine_enums(value)] if isinstance(node, list) else []
 
-    def engine_enums(node: Any) -> list[list[Any]]:
-        if isinstance(node, dict):
-            found = [node["engine"]["enum"]] if "enum" in node.get("engine", {}) else []
-            return found + [e for value in node.values() for e in engine_enums(value)]
-        return [e for value in node for e in engine_enums(value)] if isinstance(node, list) else []
 
+def test_the_schema_s_engines_are_the_registry_s() -> None:
+    """An engine is one module of serving/engines: the schema a config is checked against
+    lists the registry's engines, and the file lists none of its own to drift."""
     (in_schema,) = engine_enums(load_schema("config"))
-    literal = typing.get_args(Served.model_fields["engine"].annotation)[0]
-    assert None in in_schema and sorted(e for e in in_schema if e) == sorted(ENGINES)
-    assert sorted(typing.get_args(literal)) == sorted(ENGINES)
+    assert in_schema == [None, *ENGINES]
+    assert {"sglang", "vllm", "llama-cpp-python", "llama.cpp", "openai"} <= set(ENGINES)
+    (written,) = engine_enums(yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text()))
+    assert written == [None]
+
+
+def test_an_engine_no_module_registers_is_refused_naming_the_key() -> None:
+    config = load_default_config()
+    config["protocols"]["local-sglang"]["model_server"]["engine"] = "tgi"
+    with pytest.raises(ConfigError) as refused:
+        validate_config(config, "config/config.yaml")
+    said = str(refused.value)
+    assert "protocols.local-sglang.model_server.engine" in said and "'tgi'" in said

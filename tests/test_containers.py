@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 
+from skilleval.protocol.sections import Launch
 from skilleval.serving.containers import LABEL, OWNER, container_labels, container_spec
 from skilleval.serving.owners import owner_alive, owner_token
 
@@ -32,7 +33,7 @@ def test_labels_and_spec_name_run_cards_port_and_mounts() -> None:
     labels = container_labels("base-S0", "3,4", 30001)
     assert labels[f"{LABEL}.run"] == "base-S0" and labels[f"{LABEL}.cards"] == "3,4"
     assert labels[f"{LABEL}.port"] == "30001" and owner_alive(labels[OWNER])
-    launch = {"image": "img", "command": ["serve"], "mounts": ["/models/cache"]}
+    launch = Launch(image="img", command=["serve"], mounts=["/models/cache"], startup_timeout_s=5)
     spec = container_spec(launch, ["--port", "30001"], "/models/base", "3,4", labels)
     assert spec["command"] == ["serve", "--port", "30001"]
     assert spec["volumes"] == {

@@ -17,6 +17,7 @@ import yaml
 
 from skilleval.config.loading import merge
 from skilleval.errors import ServiceError
+from skilleval.protocol.sections import Launch
 from skilleval.serving.containers import (
     LABEL,
     OWNER,
@@ -40,7 +41,7 @@ def test_the_container_asks_docker_for_exactly_the_leased_cards(
     docker_engine: DockerEngine, tmp_path: Path
 ) -> None:
     """Checked on a created container: with no NVIDIA runtime here it could not start."""
-    launch = {"image": IMAGE, "command": ["true"], "startup_timeout_s": 5}
+    launch = Launch(image=IMAGE, command=["true"], startup_timeout_s=5)
     spec = container_spec(
         launch, ["--port", "1"], str(tmp_path), "1,2", container_labels(RUN, "1,2", 1)
     )
@@ -54,7 +55,9 @@ def test_the_container_asks_docker_for_exactly_the_leased_cards(
         assert container.labels[f"{LABEL}.run"] == RUN
     finally:
         container.remove(force=True)
-    no_gpus = container_spec({**launch, "device_requests": False}, [], str(tmp_path), "1,2", {})
+    no_gpus = container_spec(
+        launch.model_copy(update={"device_requests": False}), [], str(tmp_path), "1,2", {}
+    )
     assert no_gpus["device_requests"] == []
 
 

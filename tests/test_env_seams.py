@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,20 +35,29 @@ from skilleval.runs.runner import RetryPolicy, RunStats, _Schedule
 from skilleval.workflow.as_snakemake import snakemake_config
 from skilleval.workflow.env_check import env_check
 from skilleval.world.server import JsonHandler, KillableServer, start_servers
-from tests.conftest import AS_LAUNCHED, REPO, environment_server, read_jsonl, run_inputs
+from tests.conftest import (
+    AS_LAUNCHED,
+    REPO,
+    environment_server,
+    protocol_values,
+    read_jsonl,
+    run_inputs,
+    with_protocol,
+)
 from tests.test_lab_adapter import world_config
 
 
 def lab_inputs(world: Path, url: str, **execution: Any) -> RunInputs:
     """base-S0 of the small world through the lab adapter at ``url``."""
     inputs = run_inputs(world)
-    settings = {**inputs.protocol["execution"], "environment": {"url": url}, **execution}
+    protocol = protocol_values(inputs)
+    protocol["execution"] = {**protocol["execution"], "environment": {"url": url}, **execution}
     backends = {
         **inputs.backends,
         "environment": "lab-shop",
         "environment_adapter": find_adapter("lab-shop").identity,
     }
-    return replace(inputs, protocol={**inputs.protocol, "execution": settings}, backends=backends)
+    return with_protocol(inputs, protocol, backends=backends)
 
 
 def evaluate(inputs: RunInputs, root: Path) -> dict[str, Any]:

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from skilleval.errors import CoverageError, SkillevalError
 from skilleval.records.policy import AssistantTurn
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.runner import RetryPolicy
-from tests.conftest import read_jsonl, run_inputs
+from tests.conftest import protocol_values, read_jsonl, run_inputs
 
 DETERMINISTIC = (
     "task_id",
@@ -60,9 +61,8 @@ def test_sigkill_then_resume_runs_only_missing_tasks(small_world: Path, tmp_path
         str(tmp_path / "journal-ref"),
     )
     script = textwrap.dedent(f"""
-        import json, time
+        import pickle, time
         import skilleval.runs.evaluation as evaluation
-        from skilleval.runs.inputs import RunInputs
         from skilleval.runs.evaluation import evaluate
         slow = evaluation.run_episode
         def run_episode(policy, environment, task_id, *args, **kwargs):
@@ -71,7 +71,7 @@ def test_sigkill_then_resume_runs_only_missing_tasks(small_world: Path, tmp_path
             time.sleep(0.01 if task_id < "test-0012" else 60)
             return slow(policy, environment, task_id, *args, **kwargs)
         evaluation.run_episode = run_episode
-        inputs = RunInputs(**json.loads({json.dumps(json.dumps(asdict(inputs)))}))
+        inputs = pickle.loads(bytes.fromhex({pickle.dumps(inputs).hex()!r}))
         evaluate(inputs, "out.jsonl", "out.json", "journal")
     """)
     (tmp_path / "slow.py").write_text(script)
@@ -141,7 +141,7 @@ def test_changed_protocol_starts_new_journal_and_archives_old(
     first = evaluate(
         inputs, str(tmp_path / "r.jsonl"), str(tmp_path / "s.json"), str(tmp_path / "journal")
     )
-    protocol = json.loads(json.dumps(inputs.protocol))
+    protocol = protocol_values(inputs)
     protocol["sampling"]["temperature"] = 0.7
     changed = run_inputs(small_world, protocol=protocol)
     second = evaluate(

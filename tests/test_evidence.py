@@ -26,7 +26,7 @@ from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.runs import evaluation
 from skilleval.runs.evaluation import evaluate
-from skilleval.runs.inputs import FILE_FIELDS, RunInputs, protocol_digest
+from skilleval.runs.inputs import FILE_FIELDS, NOT_GIVEN, RunInputs, protocol_digest
 from skilleval.runs.resolve import resolve
 from skilleval.workflow.rule_inputs import AblationInputs
 from tests.conftest import REPO, plan_of, run_inputs, with_trainer
@@ -78,7 +78,11 @@ def test_a_runs_settings_hold_no_path_and_round_trip(small_world: Path) -> None:
     settings = inputs.settings()
     assert not set(FILE_FIELDS.values()) & set(settings)
     assert str(small_world) not in json.dumps(settings)
-    assert RunInputs.from_settings(settings, inputs.files()) == inputs.for_results()
+    job = RunInputs.from_settings(settings, inputs.files(), inputs.execution())
+    assert job.settings() == settings
+    # Typed as the plan's down to the request; only the description (wording) stays behind.
+    assert job.protocol == inputs.protocol.model_copy(update={"description": NOT_GIVEN})
+    assert replace(job, protocol=inputs.protocol) == inputs
 
 
 # Settings that say where the servers are and how long to wait for them (issue 45), each
@@ -118,8 +122,8 @@ def test_execution_settings_reach_no_params_and_come_back_for_the_job(overlay: s
         inputs = before.run_inputs(run)
         assert after.run_inputs(after.runs[name]).settings() == inputs.settings(), name
         execution = after.config.protocols[inputs.protocol_name].execution
-        job = RunInputs.from_settings(inputs.settings(), inputs.files()).executed_with(execution)
-        executed = execution_node(job.protocol, section)[key]
+        job = RunInputs.from_settings(inputs.settings(), inputs.files(), execution)
+        executed = execution_node(job.protocol.settings(), section)[key]
         assert executed == execution_node(edited["protocols"][inputs.protocol_name], section)[key]
         assert protocol_digest(inputs.protocol_name, job.protocol) == protocol_digest(
             inputs.protocol_name, inputs.protocol
@@ -136,7 +140,7 @@ def test_the_fingerprint_follows_the_evidence_code_not_the_paths(
     copied = tmp_path / "copy.json"
     copied.write_bytes(Path(inputs.split_file).read_bytes())
     files = {**inputs.files(), "split_file": str(copied)}
-    moved = RunInputs.from_settings(inputs.settings(), files)
+    moved = RunInputs.from_settings(inputs.settings(), files, inputs.execution())
     assert resolve(moved, code).fingerprint == first
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import time
@@ -14,7 +13,14 @@ import pytest
 from skilleval.errors import ServiceError
 from skilleval.runs.evaluation import evaluate
 from skilleval.world.server import Faults, start_servers
-from tests.conftest import AS_LAUNCHED, read_jsonl, run_inputs, stand_in_server
+from tests.conftest import (
+    AS_LAUNCHED,
+    protocol_values,
+    read_jsonl,
+    run_inputs,
+    stand_in_server,
+    with_protocol,
+)
 
 FIELDS = ("task_id", "reward", "r_success", "steps", "stop_reason")
 
@@ -25,7 +31,7 @@ def strip(records: list[dict[str, object]]) -> list[dict[str, object]]:
 
 def http_inputs(world: Path, model_url: str, env_url: str, **protocol_changes: object):  # type: ignore[no-untyped-def]
     inputs = run_inputs(world)
-    protocol = copy.deepcopy(inputs.protocol)
+    protocol = protocol_values(inputs)
     execution = protocol["execution"]
     execution["model_server"].update(base_url=model_url, request_timeout_s=30)
     for key, value in protocol_changes.items():
@@ -33,7 +39,7 @@ def http_inputs(world: Path, model_url: str, env_url: str, **protocol_changes: o
         section["model_server"][key] = value
     execution["environment"]["url"] = env_url
     backends = {"policy": "openai", "environment": "http", "model_server": "external"}
-    return replace(inputs, protocol=protocol, backends=backends)
+    return with_protocol(inputs, protocol, backends=backends)
 
 
 @pytest.fixture()

@@ -15,7 +15,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from skilleval.errors import SkillevalError
 from skilleval.runs import evaluation
 from skilleval.workflow.env_check import env_check
 from skilleval.world.server import JsonHandler, start_servers
-from tests.conftest import REPO, run_inputs, snakemake
+from tests.conftest import REPO, protocol_values, run_inputs, snakemake, with_protocol
 
 LAB_ENV = REPO / "tests" / "data" / "lab_env"
 
@@ -211,10 +210,11 @@ def test_a_model_run_on_a_broken_environment_stops_before_it_leases_a_card(
 ) -> None:
     with broken_server("tools") as url:
         inputs = run_inputs(small_world)
-        execution = {**inputs.protocol["execution"], "environment": {"url": url}}
-        inputs = replace(
+        protocol = protocol_values(inputs)
+        protocol["execution"]["environment"] = {"url": url}
+        inputs = with_protocol(
             inputs,
-            protocol={**inputs.protocol, "execution": execution},
+            protocol,
             backends={**inputs.backends, "environment": "http", "model_server": "process"},
         )
         with pytest.raises(SkillevalError) as refused:

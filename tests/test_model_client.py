@@ -14,20 +14,23 @@ import pytest
 
 from skilleval.errors import RejectedRequest, SkillevalError
 from skilleval.policy.openai_policy import OpenAIPolicy
+from skilleval.protocol.sections import Sampling
 from skilleval.serving.engines import ENGINES
 from skilleval.serving.http import JsonClient, proxy_for
 from skilleval.serving.outage import OutageError, RetryLedger
 
-SAMPLING = {
-    "temperature": 0.6,
-    "top_p": 0.95,
-    "top_k": None,
-    "max_tokens": 64,
-    "enable_thinking": False,
-    "tool_choice": "auto",
-    "send_seed": False,
-    "trust_env": False,
-}
+SAMPLING = Sampling.model_validate(
+    {
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "top_k": None,
+        "max_tokens": 64,
+        "enable_thinking": False,
+        "tool_choice": "auto",
+        "send_seed": False,
+        "trust_env": False,
+    }
+)
 CHAT_REPLY = {
     "choices": [
         {

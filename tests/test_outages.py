@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from skilleval.runs.evaluation import evaluate
 from skilleval.serving.http import JsonClient
 from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.world.server import Faults, WorldServers, start_servers
-from tests.conftest import AS_LAUNCHED, read_jsonl, run_inputs
+from tests.conftest import AS_LAUNCHED, protocol_values, read_jsonl, run_inputs, with_protocol
 from tests.test_http_path import http_inputs, strip
 from tests.test_progress import Terminal
 
@@ -50,8 +49,9 @@ def serve(world: Path, **kwargs: Any) -> WorldServers:
 
 def run(world: Path, servers: WorldServers, out: Path, budget_s: float = 600) -> dict[str, Any]:
     inputs = http_inputs(world, servers.model_url, servers.env_url)
-    execution = {**inputs.protocol["execution"], "outage_budget_s": budget_s}
-    inputs = replace(inputs, protocol={**inputs.protocol, "execution": execution})
+    protocol = protocol_values(inputs)
+    protocol["execution"]["outage_budget_s"] = budget_s
+    inputs = with_protocol(inputs, protocol)
     return evaluate(inputs, str(out / "r.jsonl"), str(out / "s.json"), str(out / "journal"))
 
 

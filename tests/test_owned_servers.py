@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from skilleval.errors import GpuLeaseError, ServiceError
+from skilleval.protocol.sections import Launch, ModelServer
 from skilleval.runs.evaluation import evaluate
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.gpu import SCHEDULER_CARDS_VARIABLE, gpu_lease, job_environment, job_lease
@@ -308,20 +309,29 @@ def test_a_run_whose_result_is_kept_starts_no_server_and_leases_no_card(
     assert {p: Path(p).read_bytes() for p in built} == built
 
 
-def test_sglang_is_never_started_on_a_checkpoint_it_cannot_load(
-    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("engine", "command"),
+    [("sglang", ["python", "-m", "sglang.launch_server"]), ("vllm", ["vllm", "serve"])],
+)
+def test_an_engine_is_never_started_on_a_checkpoint_it_cannot_load(
+    small_world: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    engine: str,
+    command: list[str],
 ) -> None:
     """The simulated world's checkpoint names no architectures in its config.json, which
-    sglang needs: the job refuses before it leases a card or a port (the stand-in, not
-    sglang, may serve it)."""
+    sglang and vLLM need: the job refuses before it leases a card or a port (the stand-in,
+    not the engine, may serve it)."""
     monkeypatch.setenv("SKILLEVAL_GPU_LOCK_DIR", str(tmp_path / "locks"))
     weights = str(small_world / "checkpoints" / "base" / "model.safetensors")
-    server = {"tp": 1, "dp_size": 1, "base_url": "http://127.0.0.1:30000/v1",
-              "launch": {"command": ["python", "-m", "sglang.launch_server"],
-                         "startup_timeout_s": 5}}  # fmt: skip
+    launch = Launch(command=command, image="", startup_timeout_s=5)
+    server = ModelServer(tp=1, dp_size=1, tool_call_parser=None, reasoning_parser=None,
+                         base_url="http://127.0.0.1:30000/v1", api_key_env=None,
+                         request_timeout_s=10, launch=launch, engine=engine)  # fmt: skip
     refused = pytest.raises(
         ServiceError,
-        match=r"config\.json is missing or names no architectures, so sglang cannot serve",
+        match=rf"config\.json is missing or names no architectures, so {engine} cannot serve",
     )
     with refused, owned_server("process", "base-S0", weights, server):
         pass

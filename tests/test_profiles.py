@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from skilleval.config.loading import merged_config
+from skilleval.protocol.sections import ModelServer
 from skilleval.serving.gpu import cards_for
 from skilleval.serving.sizing import run_job_size
 from tests.conftest import REPO, load_default_config, planned, snakemake
@@ -68,7 +69,9 @@ def test_slurm_jobs_are_sized_from_the_protocol_and_a_site_overrides_them(
 ) -> None:
     site = ("--configfile", "config/examples/cluster-environment.yaml")
     protocol = load_default_config()["protocols"]["local-sglang"]
-    server = {**protocol["model_server"], **protocol["execution"]["model_server"]}
+    server = ModelServer.model_validate(
+        {**protocol["model_server"], **protocol["execution"]["model_server"]}
+    )
     launched = run_job_size("process", server, [], workflow_copy / "none.json")
     slurm = ("--profile", "profiles/slurm", "-f", "results/runs/base-free/summary.json")
     (run,) = [j for j in planned(workflow_copy, *slurm, *site) if j.rule == "eval_run"]
@@ -113,7 +116,7 @@ def test_no_profile_serialises_model_runs_beyond_the_cards() -> None:
     host = yaml.safe_load((REPO / "profiles" / "gpu-host" / "config.yaml").read_text())
     # What one server of the shipped protocol leases (tp x dp_size), as a run's job does.
     server = load_default_config()["protocols"]["local-sglang"]["model_server"]
-    cards_per_server = cards_for("process", server)
+    cards_per_server = cards_for("process", server["tp"], server["dp_size"])
     assert host["resources"]["model_server"] == host["resources"]["gpu"] // cards_per_server == 3
     slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     assert "model_server" not in slurm["resources"]

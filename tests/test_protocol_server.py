@@ -4,10 +4,8 @@ episodes kept. The stand-in fills missing sampling parameters as sglang 0.5.23 d
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,13 @@ from skilleval.serving.service import Service, fetch_identity
 from skilleval.world.sampling import APPLIED_SAMPLING_PATH
 from skilleval.world.server import Faults, start_servers
 from skilleval.world.shopsim import TOOLS, Task
-from tests.conftest import AS_LAUNCHED, load_default_config, read_jsonl
+from tests.conftest import (
+    AS_LAUNCHED,
+    protocol_values,
+    read_jsonl,
+    shipped_sampling,
+    with_protocol,
+)
 from tests.test_http_path import http_inputs
 from tests.test_sglang_identity import (
     PROTOCOL,
@@ -65,7 +69,7 @@ def qwen_like_checkpoint(small_world: Path, tmp_path: Path) -> Path:
 def test_the_project_s_requests_get_the_protocol_whatever_the_server_defaults(
     small_world: Path, qwen_like_checkpoint: Path
 ) -> None:
-    sampling = load_default_config()["protocols"]["local-sglang"]["sampling"]
+    sampling = shipped_sampling()
     body = sampling_body(sampling, None, ENGINES["sglang"])
     # sglang's default, --sampling-defaults model: what the checkpoint ships fills the gaps
     servers = start_servers(str(qwen_like_checkpoint), str(small_world), 1)
@@ -220,11 +224,11 @@ def test_a_long_episode_ends_as_timeout_and_is_scored_not_resampled(
         server_args=AS_LAUNCHED,
     )
     inputs = http_inputs(small_world, servers.model_url, servers.env_url)
-    protocol = copy.deepcopy(inputs.protocol)
+    protocol = protocol_values(inputs)
     protocol["runtime"]["episode_timeout_s"] = 0.12
     try:
         summary = evaluate(
-            replace(inputs, protocol=protocol),
+            with_protocol(inputs, protocol),
             str(tmp_path / "r.jsonl"),
             str(tmp_path / "s.json"),
             str(tmp_path / "j"),

@@ -14,7 +14,6 @@ SmolLM2 minutes per request on a CPU."""
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 import os
@@ -25,7 +24,6 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,15 @@ from skilleval.serving.engines import ENGINES
 from skilleval.serving.gpu import lock_directory
 from skilleval.serving.outage import RetryLedger
 from skilleval.serving.processes import read_labels
-from tests.conftest import environment_server, load_default_config, run_inputs, write_world
+from tests.conftest import (
+    environment_server,
+    load_default_config,
+    protocol_values,
+    run_inputs,
+    shipped_sampling,
+    with_protocol,
+    write_world,
+)
 from tests.test_owned_servers import lock_dir  # noqa: F401  (the fixture: a 14-card host)
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -181,7 +187,7 @@ def against(world: Path, model_url: str, env: str, **server: Any) -> RunInputs:
     """The shipped local-sglang protocol's sampling (top_k null included), trusted, against
     ``model_url``; fewer turns and tokens so that a CPU serves a run in seconds."""
     inputs = run_inputs(world, "base-free")
-    protocol = copy.deepcopy(inputs.protocol)
+    protocol = protocol_values(inputs)
     protocol["model_server"].update(identity="trust", **server)
     execution = protocol["execution"]
     execution["model_server"].update(base_url=model_url, request_timeout_s=60)
@@ -190,7 +196,7 @@ def against(world: Path, model_url: str, env: str, **server: Any) -> RunInputs:
     protocol["runtime"]["max_steps"] = 3
     protocol["sampling"].update(max_tokens=192)
     backends = {"policy": "openai", "environment": "http", "model_server": "external"}
-    return replace(inputs, protocol=protocol, backends=backends)
+    return with_protocol(inputs, protocol, backends=backends)
 
 
 def test_a_run_completes_with_the_engine_s_disabled_top_k_and_records_what_answered(
@@ -247,7 +253,7 @@ def test_a_chat_template_that_drops_the_tools_is_refused_before_the_first_episod
 
 def test_a_body_the_server_refuses_stops_within_seconds_quoting_it(llama_server: str) -> None:
     """sglang's spelling of "no top_k" (-1), which llama-cpp-python refuses with HTTP 500."""
-    sampling = load_default_config()["protocols"]["local-sglang"]["sampling"]
+    sampling = shipped_sampling()
     policy = OpenAIPolicy(
         llama_server, GGUF, sampling, None, 60.0, RetryLedger(), 600.0, 2, ENGINES["sglang"]
     )
@@ -258,7 +264,7 @@ def test_a_body_the_server_refuses_stops_within_seconds_quoting_it(llama_server:
 
 
 def test_the_preflight_quotes_the_server_s_refusal(llama_server: str) -> None:
-    sampling = load_default_config()["protocols"]["local-sglang"]["sampling"]
+    sampling = shipped_sampling()
     policy = OpenAIPolicy(
         llama_server, GGUF, sampling, None, 60.0, RetryLedger(), 600.0, 2, ENGINES["sglang"]
     )
@@ -293,9 +299,11 @@ def test_a_run_launches_llama_cpp_python_on_its_leased_card_and_stops_it(
     inputs = against(tiny_world, base_url, env_url, engine="llama-cpp-python", **one_card)
     command = [sys.executable, "-m", "llama_cpp.server", *SERVER_FLAGS, *tool_template]
     launch = {"command": command, "image": "unused/none:none", "startup_timeout_s": 120}
-    inputs.protocol["execution"]["model_server"]["launch"] = launch
-    inputs = replace(
+    protocol = protocol_values(inputs)
+    protocol["execution"]["model_server"]["launch"] = launch
+    inputs = with_protocol(
         inputs,
+        protocol,
         checkpoint_path=str(gguf_file()),
         backends={**inputs.backends, "model_server": "process"},
     )

@@ -6,7 +6,6 @@ cases are in tests/test_real_server.py."""
 
 from __future__ import annotations
 
-import copy
 import http.server
 import json
 import socket
@@ -35,7 +34,14 @@ from skilleval.serving.http import JsonClient
 from skilleval.serving.outage import RetryLedger, ServerCalls
 from skilleval.serving.service import fetch_identity
 from skilleval.world.server import Faults, KillableServer, start_servers
-from tests.conftest import AS_LAUNCHED, environment_server, load_default_config, run_inputs
+from tests.conftest import (
+    AS_LAUNCHED,
+    environment_server,
+    protocol_values,
+    run_inputs,
+    shipped_sampling,
+    with_protocol,
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +52,14 @@ def env_url(small_world: Path) -> Iterator[str]:
 
 def against(world: Path, model_url: str, env: str, budget_s: float = 60) -> RunInputs:
     inputs = run_inputs(world, "base-free")
-    protocol = copy.deepcopy(inputs.protocol)
+    protocol = protocol_values(inputs)
     protocol["model_server"]["identity"] = "trust"
     execution = protocol["execution"]
     execution["model_server"].update(base_url=model_url, request_timeout_s=0.5)
     execution["environment"]["url"] = env
     execution["outage_budget_s"] = budget_s
     backends = {"policy": "openai", "environment": "http", "model_server": "external"}
-    return replace(inputs, protocol=protocol, backends=backends)
+    return with_protocol(inputs, protocol, backends=backends)
 
 
 def test_a_refused_preflight_stops_the_run_before_its_first_episode(
@@ -219,10 +225,10 @@ def test_a_malformed_tool_call_s_raw_text_is_in_the_transcript(
     )
     try:
         inputs = against(small_world, servers.model_url, servers.env_url)
-        protocol = copy.deepcopy(inputs.protocol)
+        protocol = protocol_values(inputs)
         protocol["model_server"]["identity"] = "verify"
         protocol["execution"]["model_server"]["request_timeout_s"] = 30
-        inputs = replace(inputs, protocol=protocol)
+        inputs = with_protocol(inputs, protocol)
         out = tmp_path / "run"
         evaluate(
             inputs,
@@ -292,7 +298,7 @@ def test_a_stopped_run_cuts_its_requests_in_flight_and_ends_within_seconds(
     so the run ends at once rather than when the slowest reply comes."""
     server = FakeModels(["m"], delay_s=30.0, answers=True, slow_posts=10**6)
     ledger = RetryLedger()
-    sampling = load_default_config()["protocols"]["local-sglang"]["sampling"]
+    sampling = shipped_sampling()
     policy = OpenAIPolicy(server.url, "m", sampling, None, 60.0, ledger, 60.0, 8, ENGINES["vllm"])
 
     def episode(task_id: str, repeat: int) -> EpisodeResult:

@@ -12,12 +12,23 @@ from typing import Any, ClassVar
 import pytest
 
 from skilleval.errors import ServiceError
+from skilleval.protocol.sections import ModelServer
 from skilleval.serving.engines.sglang import check_identity, launch_arguments, sglang_arguments
 from skilleval.serving.service import Service, fetch_identity
 from skilleval.world.sglang_identity import key_allows
 
 FIXTURES = Path(__file__).parent / "data" / "sglang"
-PROTOCOL = {"tp": 1, "dp_size": 4, "tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"}
+# The model server as a run is given it (RunInputs.model_server); the address is the test's.
+PROTOCOL = ModelServer(
+    tp=1,
+    dp_size=4,
+    tool_call_parser="qwen3_coder",
+    reasoning_parser="qwen3",
+    base_url="http://127.0.0.1:9/v1",
+    api_key_env=None,
+    request_timeout_s=10.0,
+    launch=None,
+)
 WEIGHTS = "/models/qwen35-4b-iter80/model.safetensors.index.json"
 
 
@@ -123,7 +134,7 @@ def test_a_server_that_differs_from_the_protocol_is_refused(
     serve: Any, replies: dict[str, Any], problem: str
 ) -> None:
     url, _ = serve(replies)
-    service = Service("openai", "final", WEIGHTS, url, {**PROTOCOL})
+    service = Service("openai", "final", WEIGHTS, url, PROTOCOL)
     service.identity = lambda: fetch_identity(url)  # type: ignore[method-assign]
     with pytest.raises(ServiceError, match="does not match the run") as refused:
         service.check()

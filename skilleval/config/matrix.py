@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from skilleval.config.execution import Section
-from skilleval.config.model import Number, SplitSizes
+from skilleval.config.model import SplitSizes
+from skilleval.protocol.sections import Number, Section
 
 # A YAML key or value keeps its type (8 stays an int, "8" a string): run ids, params and
 # identities are made from them.

@@ -10,15 +10,11 @@ what params and identities hash.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from skilleval.config.execution import Execution, Section
-
-# An int stays an int (its repr is in params and digests), a float a float.
-Number = int | float
-Split = Literal["train", "val", "test"]
+from skilleval.protocol.sections import Number, Protocol, Section, Split
 
 
 class SplitSizes(Section):
@@ -42,71 +38,6 @@ class Backends(Section):
     environment: str
     model_server: Literal["none", "external", "process", "docker"]
     jobs_run_on: Literal["this_host", "cluster_nodes"] = "this_host"
-
-
-class EnvironmentCapacity(Section):
-    slots: int
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
-class Served(Section):
-    """What a protocol's model server serves (checked by its identity)."""
-
-    tp: int | None
-    dp_size: int | None
-    tool_call_parser: str | None
-    reasoning_parser: str | None
-    model: str | None = None
-    engine: Literal["sglang", "vllm", "llama-cpp-python", "llama.cpp", "openai"] | None = None
-    identity: Literal["verify", "trust"] = "verify"
-
-
-class Sampling(Section):
-    temperature: Number
-    top_p: Number
-    top_k: int | None
-    max_tokens: int
-    enable_thinking: bool
-    tool_choice: Literal["auto", "required", "none"]
-    send_seed: bool
-    trust_env: bool
-
-
-class Runtime(Section):
-    max_steps: int
-    concurrency: int
-    seed: int
-    repeats: int
-    max_skills: None
-    episode_timeout_s: Number | None
-
-
-class Tasks(Section):
-    split_file: str
-    split: Split
-
-
-class Prompt(Section):
-    system: str
-    skill_template: str
-
-
-class Metrics(Section):
-    main: str
-    auxiliary: list[str]
-    required_coverage: Number
-
-
-class Protocol(Section):
-    description: str
-    environment: EnvironmentCapacity
-    model_server: Served
-    sampling: Sampling
-    runtime: Runtime
-    execution: Execution
-    tasks: Tasks
-    prompt: Prompt
-    metrics: Metrics
 
 
 class Checkpoint(Section):

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from skilleval.errors import ConfigError, ConfigErrors
+from skilleval.serving.engines import ENGINES
 from skilleval.storage.yamlfile import SafeLoader
 
 
@@ -24,7 +25,22 @@ def load_schema(name: str) -> dict[str, Any]:
     """A JSON Schema shipped as package data, so a non-editable install finds it."""
     text = resources.files(__package__).joinpath("schemas", f"{name}.schema.yaml").read_text()
     schema: dict[str, Any] = yaml.load(text, Loader=SafeLoader)
+    with_registered_engines(schema)
     return schema
+
+
+def with_registered_engines(node: Any) -> None:
+    """The schema with every ``engine`` key's enum set to the engines serving.engines
+    registers: adding an engine is its module, never an edit here."""
+    if isinstance(node, dict):
+        engine = node.get("properties", {}).get("engine")
+        if isinstance(engine, dict) and "enum" in engine:
+            engine["enum"] = [None, *ENGINES]
+        for value in node.values():
+            with_registered_engines(value)
+    elif isinstance(node, list):
+        for value in node:
+            with_registered_engines(value)
 
 
 def _dotted(path: Any) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skilleval.errors import ContractBreach
+from skilleval.protocol.sections import Metrics
 from skilleval.records.runs import METRIC_NAME
 
 UNIT_RANGE = (0.0, 1.0)
@@ -73,13 +74,11 @@ class MetricContract:
         return cls(names, ranges, adapter)
 
     @classmethod
-    def of_protocol(
-        cls, metrics: Mapping[str, Any], adapter: str, environment: Any = None
-    ) -> MetricContract:
+    def of_protocol(cls, metrics: Metrics, adapter: str, environment: Any = None) -> MetricContract:
         """The contract of a protocol's ``metrics`` section, with the ranges ``environment``
         (an adapter instance) declares."""
         declared = declared_metrics(environment) if environment is not None else None
-        return cls.of(metrics["main"], list(metrics["auxiliary"]), adapter, declared)
+        return cls.of(metrics.main, list(metrics.auxiliary), adapter, declared)
 
     def undeclared(self, environment: Any) -> list[str]:
         """The protocol's metrics that ``environment`` declares it does not give; none when

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skilleval.errors import RejectedRequest, ServerRefusal
+from skilleval.protocol.sections import Sampling
 from skilleval.records.policy import AssistantTurn, Message, ToolCall
 from skilleval.serving.engines import Engine
 from skilleval.serving.http import JsonClient, Reply, api_key
@@ -40,23 +41,23 @@ REQUEST_REFUSALS = frozenset({400, 413, 422})
 RECONNECTS = frozenset({"connect", "transport", "5xx"})
 
 
-def sampling_body(sampling: dict[str, Any], seed: int | None, engine: Engine) -> dict[str, Any]:
+def sampling_body(sampling: Sampling, seed: int | None, engine: Engine) -> dict[str, Any]:
     """The request body's sampling fields in the answering engine's dialect: every parameter
     a server could otherwise fill from its defaults (sglang 0.5.23 from the checkpoint's
     generation_config.json, ModelConfig.get_default_sampling_params; llama.cpp from its
     own) is sent explicitly; "no top_k" as the value the engine reads as disabled."""
-    top_k = sampling["top_k"]
+    top_k = sampling.top_k
     body: dict[str, Any] = {
-        "temperature": sampling["temperature"],
-        "top_p": sampling["top_p"],
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
         **dict(engine.neutral),
-        "max_tokens": sampling["max_tokens"],
-        "tool_choice": sampling["tool_choice"],
-        "chat_template_kwargs": {"enable_thinking": sampling["enable_thinking"]},
+        "max_tokens": sampling.max_tokens,
+        "tool_choice": sampling.tool_choice,
+        "chat_template_kwargs": {"enable_thinking": sampling.enable_thinking},
     }
     if top_k is not None or engine.top_k_disabled is not None:
         body["top_k"] = engine.top_k_disabled if top_k is None else top_k
-    if sampling["send_seed"] and seed is not None:
+    if sampling.send_seed and seed is not None:
         body["seed"] = seed
     return body
 
@@ -89,7 +90,7 @@ class OpenAIPolicy:
         self,
         base_url: str,
         model: str,
-        sampling: dict[str, Any],
+        sampling: Sampling,
         api_key_env: str | None,
         timeout_s: float,
         ledger: RetryLedger,
@@ -110,7 +111,7 @@ class OpenAIPolicy:
             timeout_s,
             connections,
             headers={"Authorization": f"Bearer {api_key(api_key_env)}"},
-            trust_env=sampling["trust_env"],
+            trust_env=sampling.trust_env,
         )
         self.calls = ServerCalls("model", base_url, ledger, outage_budget_s)
         ledger.on_halt(self.client.abort)

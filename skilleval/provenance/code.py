@@ -66,7 +66,7 @@ class SourceCache:
     @staticmethod
     def _read(path: Path) -> list[Any]:
         tree = ast.parse(path.read_text(), filename=str(path))
-        imports = sorted(imported_modules(tree))
+        imports = sorted(imported_modules(tree) | discovered_modules(tree, path))
         dumped = ast.dump(_without_docstrings(tree), annotate_fields=False)
         return [hashlib.sha256(dumped.encode()).hexdigest()[:DIGEST_CHARS], imports]
 
@@ -96,6 +96,18 @@ def _package_chain(module: str) -> list[str]:
     """The module and every package its import executes first."""
     parts = module.split(".")
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def discovered_modules(tree: ast.AST, path: Path) -> set[str]:
+    """A package that imports its own modules by discovery (``pkgutil.iter_modules``, as
+    the engine registry does) imports every module beside its ``__init__``."""
+    discovers = any(
+        isinstance(node, ast.Attribute) and node.attr == "iter_modules" for node in ast.walk(tree)
+    )
+    if path.name != "__init__.py" or not discovers:
+        return set()
+    package = ".".join([PACKAGE, *path.parent.relative_to(PACKAGE_ROOT).parts])
+    return {f"{package}.{p.stem}" for p in path.parent.glob("*.py") if p.name != "__init__.py"}
 
 
 def imported_modules(tree: ast.AST) -> set[str]:

@@ -45,6 +45,7 @@ EVIDENCE: dict[str, str] = {
     "skilleval.runs.resolve": "the system prompt per task and which episodes a run holds",
     "skilleval.runs.tasks": "which tasks a split names",
     "skilleval.runs.inputs": "which protocol values a run computes with",
+    "skilleval.protocol.sections": "the protocol's values as a run reads them, defaults included",
     "skilleval.runs.backends": "which policy and environment a run is given",
     "skilleval.runs.runner": "which episodes run and which failures are restarted",
     "skilleval.runs.evaluation": "which episodes a run computes and what it writes",

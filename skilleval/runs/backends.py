@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from skilleval.checkpoints.tensors import load_policy_tensors
 from skilleval.env.adapters import IDENTITY_KEY, make_adapter
@@ -15,6 +13,7 @@ from skilleval.env.metrics import MetricContract
 from skilleval.env.wire import HttpEnvironment
 from skilleval.errors import InfrastructureError, OutageError, SkillevalError
 from skilleval.policy.openai_policy import OpenAIPolicy
+from skilleval.protocol.sections import EnvironmentSettings, ModelServer
 from skilleval.records.env import Environment
 from skilleval.records.policy import Policy
 from skilleval.runs.inputs import RunInputs
@@ -28,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 def make_service(
-    inputs: RunInputs, server: Mapping[str, Any], outage_budget_s: float, ledger: RetryLedger
+    inputs: RunInputs, server: ModelServer, outage_budget_s: float, ledger: RetryLedger
 ) -> Service:
     """The run's model service at ``server`` (the protocol's, or the one the run launched);
     its identity requests go through their own retry layer (``ledger``), which waits out
@@ -36,11 +35,9 @@ def make_service(
     checkpoint_id, checkpoint_path = inputs.checkpoint_id, inputs.checkpoint_path
     if inputs.backends["policy"] == "sim":
         return Service("sim", checkpoint_id, checkpoint_path)
-    calls = ServerCalls("model", server["base_url"], ledger, outage_budget_s)
-    key = api_key(server["api_key_env"])
-    return Service(
-        "openai", checkpoint_id, checkpoint_path, server["base_url"], dict(server), calls, key
-    )
+    calls = ServerCalls("model", server.base_url, ledger, outage_budget_s)
+    key = api_key(server.api_key_env)
+    return Service("openai", checkpoint_id, checkpoint_path, server.base_url, server, calls, key)
 
 
 def make_policy(
@@ -48,15 +45,14 @@ def make_policy(
 ) -> Policy:
     """The run's policy (backends.policy), sending the protocol's sampling."""
     backend, protocol = inputs.backends["policy"], inputs.protocol
-    sampling = protocol["sampling"]
-    seed = protocol["runtime"]["seed"]
+    sampling, seed = protocol.sampling, protocol.runtime.seed
     if backend == "sim":
         tensors = load_policy_tensors(service.weights)
         return SimPolicy(
             tensors,
-            temperature=sampling["temperature"],
-            max_tokens=sampling["max_tokens"],
-            enable_thinking=sampling["enable_thinking"],
+            temperature=sampling.temperature,
+            max_tokens=sampling.max_tokens,
+            enable_thinking=sampling.enable_thinking,
             salt=weights_salt(tensors),
             task_seed=seed,
             fault_rate=fault_rate,
@@ -73,7 +69,7 @@ def make_policy(
             execution.model_server.request_timeout_s,
             ledger,
             execution.outage_budget_s,
-            connections=protocol["runtime"]["concurrency"],
+            connections=protocol.runtime.concurrency,
             engine=service.engine,
             seed=seed,
             on_reconnect=lambda since: service.confirm(inputs.run, "after a reconnect,", since),
@@ -86,7 +82,7 @@ def make_environment(
     catalogue: str | None,
     split_file: str,
     split: str,
-    settings: Mapping[str, Any],
+    settings: EnvironmentSettings,
     ledger: RetryLedger,
     outage_budget_s: float,
     planned_adapter: str | None = None,
@@ -102,9 +98,10 @@ def make_environment(
             tasks = [Task.from_json(t) for t in json.load(handle)[split]]
         return ShopWorld(products, tasks)
     if backend == "http":
-        return HttpEnvironment(settings["url"], settings["slots"], ledger, outage_budget_s)
-    adapter = make_adapter(backend, planned_adapter, dict(settings))
-    calls = ServerCalls("environment", str(settings.get("url")), ledger, outage_budget_s)
+        return HttpEnvironment(settings.url, settings.slots, ledger, outage_budget_s)
+    # A lab's adapter is given its settings as the mapping its docs show (docs/adapters.md).
+    adapter = make_adapter(backend, planned_adapter, settings.model_dump())
+    calls = ServerCalls("environment", settings.url, ledger, outage_budget_s)
     return GuardedAdapter(adapter, calls)
 
 
@@ -129,7 +126,7 @@ def metric_contract(inputs: RunInputs, environment: Environment | None) -> Metri
     """The rewards every episode of the run must hold: the protocol's declared metrics, in
     the ranges the adapter declares (env.metrics)."""
     return MetricContract.of_protocol(
-        inputs.protocol["metrics"], repr(inputs.backends["environment"]), environment
+        inputs.protocol.metrics, repr(inputs.backends["environment"]), environment
     )
 
 

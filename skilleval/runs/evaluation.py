@@ -18,6 +18,7 @@ from typing import Any
 from skilleval.env.rollout import EpisodeResult, run_episode
 from skilleval.errors import CoverageError, OutageError, ServerRefusal
 from skilleval.logs import resume_command
+from skilleval.protocol.sections import ModelServer
 from skilleval.provenance.evidence import model_run_code
 from skilleval.records.env import Environment
 from skilleval.records.policy import Policy
@@ -50,16 +51,14 @@ log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def served(
-    kind: str, run: str, checkpoint_path: str, server: Mapping[str, Any]
-) -> Iterator[dict[str, Any]]:
+def served(kind: str, run: str, checkpoint_path: str, server: ModelServer) -> Iterator[ModelServer]:
     """The model server settings of the run: those of config, or, where the job launches
     its own server on leased cards and a leased port, that server's."""
     if kind not in ("process", "docker"):
-        yield dict(server)
+        yield server
         return
     with owned_server(kind, run, checkpoint_path, server) as base_url:
-        yield {**server, "base_url": base_url, "launched": True}
+        yield server.model_copy(update={"base_url": base_url, "launched": True})
 
 
 def evaluate(
@@ -121,7 +120,7 @@ def _evaluate(
         with resume_hint(inputs.run, outputs["summary.json"]):
             service_start = service.check()
         assert service.answerer is not None
-        launched_name = service.model if running.get("launched") else None
+        launched_name = service.model if running.launched else None
         gate = AnswerGate(inputs.run, service.answerer, journal.records.values(), launched_name)
         policy = make_policy(inputs, service, ledger, fault_rate)
         episode = episode_runner(inputs, resolved, policy, environment, gate)
@@ -195,8 +194,8 @@ def episode_runner(
     """One episode of the run, its rewards checked against the protocol's metrics as it
     ends (env.metrics) and stamped with what answered it (runs.answered): a breach or
     another model stops the run before the episode is recorded."""
-    max_steps = inputs.protocol["runtime"]["max_steps"]
-    deadline_s = inputs.protocol["runtime"]["episode_timeout_s"]
+    max_steps = inputs.protocol.runtime.max_steps
+    deadline_s = inputs.protocol.runtime.episode_timeout_s
     metrics = metric_contract(inputs, environment)
 
     def episode(task_id: str, repeat: int) -> EpisodeResult:
@@ -256,7 +255,7 @@ def _run_all(
     ledger: RetryLedger,
 ) -> tuple[list[dict[str, Any]], RunStats]:
     """Every episode not yet journaled; refuses to go on below the required coverage."""
-    runtime = inputs.protocol["runtime"]
+    runtime = inputs.protocol.runtime
     log.info(
         "run %s (%s): fingerprint %s, %d episodes, protocol %s",
         inputs.run,
@@ -276,14 +275,14 @@ def _run_all(
         longest_expected_first(resolved.keys, expected),
         episode,
         journal,
-        runtime["concurrency"],
+        runtime.concurrency,
         inputs.run,
         retry,
         ledger=ledger,
     )
     records = [journal.records[k] for k in sorted(resolved.keys) if k in journal.records]
     journal_path = str(journal.path)
-    required = inputs.protocol["metrics"]["required_coverage"]
+    required = inputs.protocol.metrics.required_coverage
     if len(records) / len(resolved.keys) < required:
         raise CoverageError(
             f"run {inputs.run!r}: coverage {len(records)}/{len(resolved.keys)} is below the "

@@ -6,10 +6,15 @@ Kept free of heavy imports: rules/common.smk imports it when the workflow is par
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from skilleval.config.execution import Execution
+from skilleval.protocol.sections import (
+    EnvironmentSettings,
+    Execution,
+    ModelServer,
+    Protocol,
+)
 from skilleval.storage.hashing import canonical_hash
 
 # The files a run reads: role (as the rules name its inputs) -> RunInputs field. Their
@@ -29,26 +34,24 @@ FILE_FIELDS = {
 # server serves is checked by its identity), so it reaches no params, identity or digest,
 # and a run stopped by an outage resumes after its budget is raised or its server moved.
 EXECUTION = "execution"
+# What a job's protocol says in place of its description: wording, which changes no
+# result, so it is no input of the run and never reaches the job.
+NOT_GIVEN = "(wording: not an input of the run)"
 
 
-def protocol_evidence(protocol: Mapping[str, Any]) -> dict[str, Any]:
+def protocol_evidence(protocol: Protocol | Mapping[str, Any]) -> dict[str, Any]:
     """The protocol's values that reach evidence: what the model and the environment are
     sent and what is computed from their replies, without its description, file paths
-    (compared by content elsewhere) and execution section."""
-    return {k: v for k, v in results_protocol(protocol).items() if k != "description"}
-
-
-def results_protocol(protocol: Mapping[str, Any]) -> dict[str, Any]:
-    """The protocol's values that decide what a run computes. The paths of the split file
-    and the prompt files are no such values (the run reads those files as inputs and
-    compares them by content), nor is its execution section."""
-    values = {k: v for k, v in protocol.items() if k not in ("prompt", EXECUTION)}
-    if "tasks" in protocol:
-        values["tasks"] = {k: v for k, v in protocol["tasks"].items() if k != "split_file"}
+    (compared by content elsewhere) and execution section. The one place a typed protocol
+    becomes a mapping: identities, digests and params hash this."""
+    written = protocol.settings() if isinstance(protocol, Protocol) else protocol
+    values = {k: v for k, v in written.items() if k not in ("prompt", EXECUTION, "description")}
+    if "tasks" in written:
+        values["tasks"] = {k: v for k, v in written["tasks"].items() if k != "split_file"}
     return values
 
 
-def protocol_digest(name: str, protocol: Mapping[str, Any]) -> str:
+def protocol_digest(name: str, protocol: Protocol | Mapping[str, Any]) -> str:
     """The protocol's identity: its name and the values that reach evidence. Shown beside
     its name in every table, and registered for a frozen protocol."""
     return canonical_hash({"name": name, **protocol_evidence(protocol)})
@@ -61,7 +64,7 @@ class RunInputs:
     run: str
     experiment: str
     protocol_name: str
-    protocol: dict[str, Any]
+    protocol: Protocol
     checkpoint_id: str
     checkpoint_path: str
     checkpoint_expected_fingerprint: str | None
@@ -77,10 +80,6 @@ class RunInputs:
     mask_path: str | None = None
     mask_run: str | None = None
 
-    def for_results(self) -> RunInputs:
-        """These inputs without the settings that only decide how the run is executed."""
-        return replace(self, protocol=results_protocol(self.protocol))
-
     def files(self) -> dict[str, str]:
         """The files the run reads, by role; the catalogue only where the simulated shop
         is the environment."""
@@ -92,32 +91,48 @@ class RunInputs:
     def settings(self) -> dict[str, Any]:
         """What the run computes with apart from its files: the graph compares these, and
         each file by its content digest, so a copy under another path changes nothing."""
-        values = asdict(self.for_results())
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["protocol"] = protocol_evidence(self.protocol)
         for field in FILE_FIELDS.values():
             values.pop(field)
         return values
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], files: Mapping[str, str]) -> RunInputs:
-        """The inputs of a job: its settings with the paths of the files it was given."""
+    def from_settings(
+        cls, settings: Mapping[str, Any], files: Mapping[str, str], execution: Execution
+    ) -> RunInputs:
+        """The inputs of a job: its settings, with the paths of the files it was given and
+        the execution section (a params entry that is no rerun trigger, so that changing
+        it re-runs nothing)."""
         paths: dict[str, Any] = {field: files.get(role) for role, field in FILE_FIELDS.items()}
-        return cls(**settings, **paths)
+        given = settings["protocol"]
+        protocol = Protocol.model_validate(
+            {
+                **given,
+                "description": NOT_GIVEN,
+                "tasks": {**given["tasks"], "split_file": paths["split_file"]},
+                "prompt": {
+                    "system": paths["system_prompt_file"],
+                    "skill_template": paths["skill_template_file"],
+                },
+                EXECUTION: execution,
+            }
+        )
+        return cls(**{**settings, "protocol": protocol}, **paths)
 
     def executed_with(self, execution: Execution) -> RunInputs:
-        """These inputs with the execution section the job was given now (a params entry
-        that is no rerun trigger, so that changing it re-runs nothing)."""
-        return replace(self, protocol={**self.protocol, EXECUTION: execution.settings()})
+        """These inputs with another execution section (where the servers are now)."""
+        return replace(self, protocol=self.protocol.model_copy(update={EXECUTION: execution}))
 
     def execution(self) -> Execution:
-        """The protocol's execution section, typed."""
-        return Execution.model_validate(self.protocol[EXECUTION])
+        return self.protocol.execution
 
-    def model_server(self) -> dict[str, Any]:
+    def model_server(self) -> ModelServer:
         """The run's model server: what it serves (the protocol's model_server) and where it
         is, how it is asked and started (execution.model_server)."""
-        return {**self.protocol["model_server"], **self.execution().model_server.settings()}
+        return ModelServer.of(self.protocol.model_server, self.execution().model_server)
 
-    def environment(self) -> dict[str, Any]:
+    def environment(self) -> EnvironmentSettings:
         """The settings an environment adapter is made with: slots and options, with the
         server's url and beside_run (execution.environment)."""
-        return {**self.protocol["environment"], **self.execution().environment.settings()}
+        return EnvironmentSettings.of(self.protocol.environment, self.execution().environment)

@@ -100,7 +100,7 @@ def resolve(inputs: RunInputs, code: Mapping[str, str]) -> ResolvedRun:
         code=code,
         mask_hash=mask_hash,
     )
-    repeats = inputs.protocol["runtime"]["repeats"]
+    repeats = inputs.protocol.runtime.repeats
     return ResolvedRun(
         identity=identity,
         keys=[(t, r) for t in task_ids for r in range(repeats)],

@@ -13,7 +13,7 @@ import numpy as np
 
 from skilleval.records.provenance import provenance
 from skilleval.runs.backends import metric_contract
-from skilleval.runs.inputs import RunInputs, results_protocol
+from skilleval.runs.inputs import RunInputs, protocol_evidence
 from skilleval.runs.journal import Journal
 from skilleval.runs.resolve import ResolvedRun
 from skilleval.runs.runner import RunStats
@@ -63,12 +63,10 @@ def run_summary(
         "experiment": inputs.experiment,
         **resolved.identity.parts,
         "fingerprint": resolved.fingerprint,
-        "protocol_values": {
-            k: v for k, v in results_protocol(inputs.protocol).items() if k != "description"
-        },
+        "protocol_values": protocol_evidence(inputs.protocol),
         "chunk_hashes": resolved.chunk_hashes,
         "prompt_files": prompt_files(inputs),
-        "repeats": inputs.protocol["runtime"]["repeats"],
+        "repeats": inputs.protocol.runtime.repeats,
         **summarise(records, len(resolved.keys), metric_contract(inputs, None).names),
         "service": {
             **service_ends(*identities),

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from skilleval.errors import ServiceError
+from skilleval.protocol.sections import Launch
 from skilleval.serving.owners import owner_alive, owner_token
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ def check_cards_free(client: Any, cards: str) -> None:
 
 
 def container_spec(
-    launch: Mapping[str, Any],
+    launch: Launch,
     arguments: Sequence[str],
     weights_dir: str,
     cards: str,
@@ -83,17 +84,15 @@ def container_spec(
     """Keyword arguments of docker's containers.create for the model server."""
     import docker
 
-    mounts = {
-        path: {"bind": path, "mode": "ro"} for path in [weights_dir, *launch.get("mounts", [])]
-    }
+    mounts = {path: {"bind": path, "mode": "ro"} for path in [weights_dir, *launch.mounts]}
     requests = (
         [docker.types.DeviceRequest(device_ids=cards.split(","), capabilities=[["gpu"]])]
-        if launch.get("device_requests", True) and cards
+        if launch.device_requests and cards
         else []
     )
     return {
-        "image": launch["image"],
-        "command": [*launch["command"], *arguments],
+        "image": launch.image,
+        "command": [*launch.command, *arguments],
         "detach": True,
         "network_mode": "host",
         "ipc_mode": "host",

@@ -24,9 +24,10 @@ import time
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from skilleval.errors import GpuLeaseError, locate
+from skilleval.protocol.sections import Served
 from skilleval.serving.probe import query_gpus
 from skilleval.storage.records import Record
 
@@ -314,17 +315,18 @@ def check_requests(
             )
 
 
-def cards_for(model_server: str, server: Mapping[str, Any]) -> int:
-    """Cards a run's job leases: sglang's tp x dp when the job launches the server itself."""
+def cards_for(model_server: str, tp: int | None, dp_size: int | None) -> int:
+    """Cards a run's job leases: the protocol's tp x dp when the job launches the server
+    itself."""
     if model_server not in ("process", "docker"):
         return 0
-    return int(server["tp"] or 1) * int(server["dp_size"] or 1)
+    return (tp or 1) * (dp_size or 1)
 
 
-def gpu_requests(config: Mapping[str, Any]) -> dict[str, int]:
-    """Cards the runs of each protocol ask for (tp x dp_size), by the config key that asks."""
-    kind = config["backends"]["model_server"]
+def gpu_requests(kind: str, served: Mapping[str, Served]) -> dict[str, int]:
+    """Cards the runs of each protocol ask for (tp x dp_size) under the ``kind`` of model
+    server (backends.model_server), by the config key that asks."""
     return {
-        f"protocols.{name}.model_server": cards_for(kind, protocol["model_server"])
-        for name, protocol in config["protocols"].items()
+        f"protocols.{name}.model_server": cards_for(kind, server.tp, server.dp_size)
+        for name, server in served.items()
     }

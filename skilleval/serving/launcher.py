@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 from urllib3.exceptions import HTTPError
 
 from skilleval.errors import ServiceError
+from skilleval.protocol.sections import Launch, ModelServer
 from skilleval.serving.containers import (
     check_cards_free,
     container_labels,
@@ -52,10 +53,10 @@ log = logging.getLogger(__name__)
 SERVER_LOG = logging.getLogger("sglang")
 
 
-def launched_engine(kind: str, server: Mapping[str, Any]) -> Engine:
+def launched_engine(kind: str, server: ModelServer) -> Engine:
     """The engine a run's job launches: the protocol's model_server.engine (sglang when it
     names none), refused where the run cannot launch it."""
-    name = server.get("engine") or "sglang"
+    name = server.engine or "sglang"
     engine = ENGINES[name]
     launchable = sorted(n for n, e in ENGINES.items() if e.launch is not None)
     if engine.launch is None:
@@ -115,26 +116,27 @@ def served_names(base_url: str, headers: dict[str, str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -> Iterator[str]:
+def owned_server(kind: str, run: str, weights: str, server: ModelServer) -> Iterator[str]:
     """The job's own server: stop the servers killed jobs left, lease cards and a port,
     start the protocol's engine there and yield its base URL once it proves it is this
     job's."""
     if kind not in ("process", "docker"):
         raise ServiceError(f"cannot launch a model server of kind {kind!r}")
     engine = launched_engine(kind, server)
-    assert engine.launch is not None
-    if engine.launch.runs_engine(kind, server["launch"]):
+    launch = server.launch
+    assert engine.launch is not None and launch is not None, "the config's checks ask for both"
+    if engine.launch.runs_engine(kind, launch):
         engine.launch.check_servable(weights)
-    key = {"Authorization": f"Bearer {api_key(server['api_key_env'])}"}
+    key = {"Authorization": f"Bearer {api_key(server.api_key_env)}"}
     lock_dir = shared_directory(lock_directory())
     occupied = stop_orphans(lock_dir)
     client = None
     if kind == "docker":
         client = docker_client()
         remove_leftovers(client)
-    base_port = urlparse(server["base_url"]).port or 30000
+    base_port = urlparse(server.base_url).port or 30000
     with (
-        job_lease(cards_for(kind, server), occupied) as lease,
+        job_lease(cards_for(kind, server.tp, server.dp_size), occupied) as lease,
         port_lease(base_port, lock_dir) as port,
     ):
         cards = lease.visible_devices
@@ -142,12 +144,11 @@ def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -
         log.info("run %s: GPUs %s and port %d leased for the model server", run, cards, port)
         arguments = engine.launch.arguments(weights, server, port, name)
         base_url = f"http://127.0.0.1:{port}/v1"
-        launch = server["launch"]
         healthy = functools.partial(
             wait_healthy,
             base_url,
             name,
-            launch["startup_timeout_s"],
+            launch.startup_timeout_s,
             headers=key,
             ready_path=engine.launch.ready_path,
         )
@@ -174,7 +175,7 @@ def owned_server(kind: str, run: str, weights: str, server: Mapping[str, Any]) -
 @contextlib.contextmanager
 def server_process(
     run: str,
-    launch: Mapping[str, Any],
+    launch: Launch,
     arguments: list[str],
     cards: str,
     port: int,
@@ -186,7 +187,7 @@ def server_process(
     the lock directory while it runs; stopped with all its children afterwards."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": cards}
     process = subprocess.Popen(
-        [*launch["command"], *arguments],
+        [*launch.command, *arguments],
         env=env,
         start_new_session=True,
         stdout=subprocess.PIPE,
@@ -235,7 +236,7 @@ class ServerOutput:
 def server_container(
     client: Any,
     run: str,
-    launch: Mapping[str, Any],
+    launch: Launch,
     served: str,
     arguments: list[str],
     cards: str,
@@ -245,12 +246,12 @@ def server_container(
     """``served``: the checkpoint's path as the engine is given it, mounted as it is."""
     check_cards_free(client, cards)
     spec = container_spec(launch, arguments, served, cards, container_labels(run, cards, port))
-    ensure_image(client, launch["image"], launch.get("image_archive"))
+    ensure_image(client, launch.image, launch.image_archive)
     with running_container(client, spec) as container:
         log.info(
             "model server container %s (image %s) on GPUs %s, port %d, device requests %s",
             container.name,
-            launch["image"],
+            launch.image,
             cards,
             port,
             [r.get("DeviceIDs") for r in spec["device_requests"]] or "none",

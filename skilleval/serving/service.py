@@ -12,6 +12,7 @@ from urllib3.exceptions import HTTPError
 
 from skilleval.checkpoints.files import checkpoint_fingerprint
 from skilleval.errors import ServiceError
+from skilleval.protocol.sections import ModelServer
 from skilleval.serving.answerer import Answerer, answerer_of, refuse_change, template_digest
 from skilleval.serving.engines import Engine, Identified, engine_of, identify
 from skilleval.serving.engines.sglang import check_identity
@@ -177,12 +178,12 @@ class Service:
         checkpoint_id: str,
         weights: str,
         base_url: str | None = None,
-        server: dict[str, Any] | None = None,
+        server: ModelServer | None = None,
         calls: ServerCalls | None = None,
         api_key: str | None = None,
     ) -> None:
         self.backend, self.checkpoint_id, self.weights = backend, checkpoint_id, weights
-        self.base_url, self.server = base_url, server or {}
+        self.base_url, self.server = base_url, server
         self.calls = calls
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.checked: dict[str, Any] = {}
@@ -196,6 +197,10 @@ class Service:
         self.confirmed_at = 0.0
         self._confirming = threading.Lock()
 
+    @property
+    def model_declared(self) -> str | None:  # the protocol's model_server.model, if any
+        return self.server.model if self.server else None
+
     def identity(self) -> dict[str, Any]:
         """What the registry names (``registered``) and what the server reports, apart."""
         registered = {
@@ -208,12 +213,14 @@ class Service:
         try:
             fetched = fetch_identity(
                 self.base_url,
-                float(self.server.get("request_timeout_s") or 10.0),
+                self.server.request_timeout_s if self.server else 10.0,
                 self.calls,
                 self.headers,
             )
         except Unauthorized as error:
-            raise ServiceError(f"{error}; {key_fix(self.server.get('api_key_env'))}") from None
+            raise ServiceError(
+                f"{error}; {key_fix(self.server.api_key_env if self.server else None)}"
+            ) from None
         return {"backend": self.backend, "registered": registered, **fetched}
 
     def check(self) -> dict[str, Any]:
@@ -223,10 +230,11 @@ class Service:
         identity = self.identity()
         if self.backend == "sim":
             self.identity_check = "in-process"
-        elif self.server.get("identity", "verify") == "trust":
+        elif self.server is not None and self.server.identity == "trust":
             self.identity_check = "trusted"
             log.warning("model server at %s is trusted unchecked (identity: trust)", self.base_url)
         else:
+            assert self.server is not None, "an OpenAI-style service is made with its server"
             problems = check_identity(identity, self.server, self.weights)
             if problems:
                 raise ServiceError(
@@ -237,9 +245,11 @@ class Service:
             self.identity_check = "verified"
         if self.backend != "sim":
             assert self.base_url is not None
-            self.model = served_model(self.server.get("model"), identity, self.base_url)
+            self.model = served_model(self.model_declared, identity, self.base_url)
             self.identified = identify(identity)
-            self.engine = engine_of(self.server.get("engine"), self.identified, self.base_url)
+            self.engine = engine_of(
+                self.server.engine if self.server else None, self.identified, self.base_url
+            )
         self.checked = identity
         self.answerer = self.answerer_of(identity)
         self.confirmed_at = time.monotonic()
@@ -254,10 +264,10 @@ class Service:
         assert self.base_url is not None and self.engine is not None, "check() comes first"
         return answerer_of(
             identity,
-            served_model(self.server.get("model"), identity, self.base_url),
+            served_model(self.model_declared, identity, self.base_url),
             self.engine.name,
             identify(identity)[1],
-            launched=bool(self.server.get("launched")),
+            launched=bool(self.server and self.server.launched),
         )
 
     def confirm(self, run: str, where: str, since: float = 0.0, identity: Any = None) -> None:

@@ -22,11 +22,11 @@ overrides any of them per rule in its profile (``set-resources: eval_run: mem_mb
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from skilleval.protocol.sections import ModelServer
 from skilleval.provenance.durations import last_wall_s
 from skilleval.serving.gpu import cards_for
 
@@ -62,18 +62,18 @@ def weights_mb(files: Iterable[str | Path]) -> int:
 
 def run_job_size(
     model_server: str,
-    server: Mapping[str, Any],
+    server: ModelServer,
     weight_files: Iterable[str | Path],
     summary: Path,
 ) -> JobSize:
     """The request of a run's job under the ``model_server`` backend and its model server
     (RunInputs.model_server: what it serves and how it is launched)."""
-    cards = cards_for(model_server, server)
+    cards = cards_for(model_server, server.tp, server.dp_size)
     launches = cards > 0
-    tp, dp = int(server.get("tp") or 1), int(server.get("dp_size") or 1)
+    tp, dp = server.tp or 1, server.dp_size or 1
     cpus = AGENT_CPUS + (sglang_processes(tp, dp) if launches else 0)
     mem = AGENT_MB + (cards * SCHEDULER_HOST_MB + weights_mb(weight_files) if launches else 0)
-    startup = float((server.get("launch") or {}).get("startup_timeout_s") or 0) if launches else 0
+    startup = server.launch.startup_timeout_s if launches and server.launch else 0.0
     measured = last_wall_s(summary)
     run_s = UNMEASURED_RUN_S if measured is None else RUNTIME_MARGIN * measured
     return JobSize(cpus, mem, math.ceil((startup + run_s) / 60))

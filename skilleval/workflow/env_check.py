@@ -86,7 +86,7 @@ def env_check(
     environment = run_environment(inputs, RetryLedger(), wait_s)
     metrics = metric_contract(inputs, environment)
     violations = contract_violations(environment, task_ids, metrics)
-    url = None if backend == "shopsim" else inputs.environment()["url"]
+    url = None if backend == "shopsim" else inputs.environment().url
     return EnvCheck(adapter, url, task_ids, violations)
 
 

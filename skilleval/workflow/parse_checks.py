@@ -54,7 +54,8 @@ def check_inputs(
     design = world_design(config)
     check_input_files(config, source, sources.is_built, design.generated_files())
     matrix = load_matrix(typed.ablation.matrix)
-    check_requests(gpu_requests(config), host_cards, source, card_ids)
+    served = {name: protocol.model_server for name, protocol in typed.protocols.items()}
+    check_requests(gpu_requests(typed.backends.model_server, served), host_cards, source, card_ids)
     check_frozen_config(config, source)
     code_cache = SourceCache(Path(paths.CODE_CACHE))
     ablation = AblationInputs(

@@ -305,9 +305,7 @@ class WorkflowPlan:
             run=plan.name,
             experiment=plan.experiment,
             protocol_name=plan.protocol,
-            # As written (its digest is the run's); the description is wording: it changes
-            # no result, so it is not an input.
-            protocol={k: v for k, v in protocol.settings().items() if k != "description"},
+            protocol=protocol,
             checkpoint_id=checkpoint.checkpoint_id,
             checkpoint_path=checkpoint.path,
             checkpoint_expected_fingerprint=checkpoint.fingerprint,

@@ -20,9 +20,9 @@ from skilleval.ablation.plan import (
 )
 from skilleval.ablation.plan import plan as plan_matrix
 from skilleval.checkpoints.layout import is_index, resolve_weights, shard_paths
-from skilleval.config.execution import Execution
 from skilleval.config.matrix import Matrix
 from skilleval.errors import ConfigError, SkillevalError
+from skilleval.protocol.sections import Execution
 from skilleval.provenance.digests import FileDigests, checkout_identity
 from skilleval.provenance.identity import trainer_run_identity
 from skilleval.runs.inputs import RunInputs

@@ -46,7 +46,8 @@ class RunScheduling:
 
     def run_gpus(self, wildcards: Wildcards) -> int:
         protocol = self.plan.config.protocols[self._run(wildcards).protocol]
-        return cards_for(self.plan.config.backends.model_server, protocol.model_server.settings())
+        served = protocol.model_server
+        return cards_for(self.plan.config.backends.model_server, served.tp, served.dp_size)
 
     def _job_size(self, wildcards: Wildcards) -> JobSize:
         run = self._run(wildcards)

@@ -1,7 +1,8 @@
 """The serving engines a run may talk to, one module each (sglang, vllm, llama_server,
 llama_cpp_python, hosted): how each spells the protocol's sampling, how it is told from
 what a server reports, and, where a run's job can start it, its launch. Adding an engine
-is one module and its line in ENGINES.
+is one module here that defines ENGINE: the registry finds it, and the config schema's
+list of engines is the registry's (config.schema).
 
 The protocol says "no top_k"; each engine reads another value as "disabled", and each
 fills the sampling parameters a request leaves out from its own defaults. A request must
@@ -13,25 +14,28 @@ value that needs a dialect is a refusal, never a guess.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
 from skilleval.errors import ServiceError
-from skilleval.serving.engines import hosted, llama_cpp_python, llama_server, sglang, vllm
 from skilleval.serving.engines.base import Engine, Identified, Launch
 
-# In the order they are asked to identify a server: sglang's identity endpoints first, as
-# its /v1/models says less.
-ENGINES: dict[str, Engine] = {
-    engine.name: engine
-    for engine in (
-        sglang.ENGINE,
-        llama_cpp_python.ENGINE,
-        vllm.ENGINE,
-        llama_server.ENGINE,
-        hosted.ENGINE,
-    )
-}
+
+def registered() -> dict[str, Engine]:
+    """Every module of this package that defines ENGINE, by the engine's name. Each tells
+    its engine by a mark only that engine's server gives, so the order they are asked in
+    decides nothing."""
+    found = {}
+    for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        engine = getattr(importlib.import_module(f"{__name__}.{module}"), "ENGINE", None)
+        if isinstance(engine, Engine):
+            found[engine.name] = engine
+    return found
+
+
+ENGINES: dict[str, Engine] = registered()
 __all__ = ["ENGINES", "Engine", "Identified", "Launch", "engine_of", "identify"]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.errors import ServiceError
+from skilleval.protocol.sections import ModelServer
 from skilleval.serving.engines.base import Engine, Identified, Launch
 
 # The title FastAPI gives llama-cpp-python's server (llama_cpp/server/app.py create_app),
@@ -29,7 +30,7 @@ def identify(identity: Mapping[str, Any]) -> Identified | None:
     return None
 
 
-def arguments(weights: str, server: Mapping[str, Any], port: int, name: str) -> list[str]:
+def arguments(weights: str, server: ModelServer, port: int, name: str) -> list[str]:
     return [
         "--model",
         str(Path(weights).absolute()),

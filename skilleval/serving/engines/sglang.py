@@ -5,15 +5,14 @@ job launches it on its leased cards (sglang 0.5's flags, by their full names).""
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from skilleval.checkpoints.layout import model_dir
-from skilleval.errors import ServiceError
-from skilleval.serving.engines.base import Engine, Identified, Launch
+from skilleval.protocol.sections import Served
+from skilleval.serving.engines.base import Engine, Identified, Launch, needs_architectures
 
 # Flags of sglang's launch_command the protocol pins, by every spelling sglang accepts.
 LAUNCH_FLAGS = {
@@ -64,7 +63,7 @@ def same_checkpoint(served: str, weights: str) -> bool:
     return Path(served) == expected.absolute() or Path(served).resolve() == expected.resolve()
 
 
-def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: str) -> list[str]:
+def check_identity(identity: dict[str, Any], server: Served, weights: str) -> list[str]:
     """Differences between the served model and what the run requires; a field the server
     does not report is a difference too."""
     if identity.get("identity_endpoints") is None:
@@ -84,10 +83,10 @@ def check_identity(identity: dict[str, Any], server: dict[str, Any], weights: st
             f"serves {model_path}, but the run's checkpoint is {model_dir(weights).absolute()}"
         )
     wanted = {
-        "tp_size": server["tp"],
-        "dp_size": server["dp_size"],
-        "tool_call_parser": server["tool_call_parser"],
-        "reasoning_parser": server["reasoning_parser"],
+        "tp_size": server.tp,
+        "dp_size": server.dp_size,
+        "tool_call_parser": server.tool_call_parser,
+        "reasoning_parser": server.reasoning_parser,
         # any other source of defaults could change a parameter a request leaves out
         "sampling_defaults": "openai",
     }
@@ -120,21 +119,25 @@ def identify(identity: Mapping[str, Any]) -> Identified | None:
 
 
 def model_flags(
-    model_path: str, tp: object, dp: object, tool_call_parser: str, reasoning_parser: str
+    model_path: str,
+    tp: int | None,
+    dp: int | None,
+    tool_call_parser: str | None,
+    reasoning_parser: str | None,
 ) -> list[str]:
-    """sglang's flags for the served model, by their full names (sglang 0.5)."""
-    return [
-        "--model-path",
-        model_path,
-        "--tp-size",
-        str(tp),
-        "--dp-size",
-        str(dp),
-        "--tool-call-parser",
-        tool_call_parser,
-        "--reasoning-parser",
-        reasoning_parser,
-    ]
+    """sglang's flags for the served model, by their full names (sglang 0.5); a value the
+    protocol leaves null is left to sglang."""
+    given = {
+        "--tp-size": tp,
+        "--dp-size": dp,
+        "--tool-call-parser": tool_call_parser,
+        "--reasoning-parser": reasoning_parser,
+    }
+    flags = ["--model-path", model_path]
+    for flag, value in given.items():
+        if value is not None:
+            flags += [flag, str(value)]
+    return flags
 
 
 def served_path(weights: str) -> str:
@@ -144,14 +147,14 @@ def served_path(weights: str) -> str:
     return str(model_dir(weights).absolute())
 
 
-def sglang_arguments(weights: str, server: Mapping[str, Any], port: int, name: str) -> list[str]:
+def sglang_arguments(weights: str, server: Served, port: int, name: str) -> list[str]:
     return [
         *model_flags(
             served_path(weights),
-            server["tp"],
-            server["dp_size"],
-            server["tool_call_parser"],
-            server["reasoning_parser"],
+            server.tp,
+            server.dp_size,
+            server.tool_call_parser,
+            server.reasoning_parser,
         ),
         "--served-model-name",
         name,
@@ -166,27 +169,6 @@ def sglang_arguments(weights: str, server: Mapping[str, Any], port: int, name: s
     ]
 
 
-def check_servable(weights: str) -> None:
-    """sglang loads a Hugging Face checkpoint directory through its config.json
-    (sglang/srt/configs/model_config.py: get_config of sglang/srt/utils/
-    hf_transformers_utils.py, transformers' AutoConfig) and picks the model class from its
-    ``architectures`` (sglang/srt/model_loader/utils.py). The simulated world's checkpoint
-    names none (model_type shopsim-policy). Refuse before any card is leased."""
-    config_file = model_dir(weights) / "config.json"
-    try:
-        architectures = json.loads(config_file.read_text()).get("architectures")
-    except (OSError, ValueError, AttributeError):
-        architectures = None
-    if not architectures:
-        raise ServiceError(
-            f"{config_file} is missing or names no architectures, so sglang cannot serve "
-            f"{config_file.parent} (the simulated world's checkpoint, or not a Hugging Face "
-            "checkpoint); the real path needs real checkpoints: add --configfile "
-            "config/examples/real-path.yaml (or point checkpoints.*.path at them), or leave "
-            "model_server local for the simulated world"
-        )
-
-
 ENGINE = Engine(
     "sglang",
     -1,
@@ -194,5 +176,5 @@ ENGINE = Engine(
     "sglang/srt/sampling/sampling_params.py: top_k -1 disables; defaults from the "
     "checkpoint's generation_config.json unless --sampling-defaults openai",
     identify,
-    Launch(sglang_arguments, "/health", check_servable, "sglang", served_path),
+    Launch(sglang_arguments, "/health", needs_architectures("sglang"), "sglang", served_path),
 )
