@@ -422,6 +422,36 @@ def test_every_bad_value_of_an_overlay_is_reported_in_one_go(workdir: Path) -> N
         assert f"{OVERLAY}, line {line}: " in output and key in output
 
 
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        (
+            "protocols:\n  local-sglang: {runtime: {max_steps: 3}\n  bad: [\n",
+            ", line 3, column 3: YAML syntax error",
+        ),
+        (None, "--configfile not found"),
+    ],
+    ids=["yaml syntax error", "missing"],
+)
+def test_an_overlay_snakemake_cannot_read_gets_one_error_naming_the_file(
+    workdir: Path, written: str | None, said: str
+) -> None:
+    """Snakemake reads --configfile before any of the workflow's code: its own words name
+    no file (a YAML error) or are open()'s traceback (a missing file); the logger plugin
+    says instead what our loader says, file, line and column, with a fix."""
+    overlay = workdir / "config" / "examples" / "unreadable.yaml"
+    if written is not None:
+        overlay.write_text(written)
+    try:
+        done = snakemake(workdir, "-n", "paper", "--configfile", str(overlay), check=False)
+    finally:
+        overlay.unlink(missing_ok=True)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"skilleval: {overlay}" in output and said in output and "fix:" in output
+    assert "Traceback" not in output and "not valid JSON or YAML" not in output
+
+
 def test_a_second_checkout_on_one_venv_is_refused_naming_both(tmp_path: Path) -> None:
     """The venv's editable install is one checkout; a second checkout's build would have
     that one's staleness and run its code."""

@@ -33,7 +33,9 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 
 from skilleval import paths
+from skilleval.config.loading import read_mapping
 from skilleval.config.typos import did_you_mean
+from skilleval.errors import ConfigError
 from skilleval.logs import WholeLines, resume_command, rule_targets
 from skilleval.progress.estimate import TimeLeft, recorded_durations, spoken
 
@@ -49,6 +51,12 @@ RECORDED_RUNS = {"eval_run": RECORDED_RUN, "gate_masked_run": RECORDED_RUN}
 # message stands alone, without Snakemake's traceback around it.
 NO_RULE = re.compile(r"MissingRuleException:\s*No rule to produce (\S+)")
 REFUSED = re.compile(r"InputFunctionException.*?SkillevalError: ([^\n]+)", re.S)
+# How Snakemake reports a --configfile it cannot read (snakemake/common/configfile.py:
+# a YAML error without file or line; a missing file as open()'s traceback).
+CONFIGFILE_FAILED = re.compile(
+    r"Config file is not valid JSON or YAML|in load_configfile.*FileNotFoundError", re.S
+)
+CONFIGFILE_OPTIONS = ("--configfile", "--configfiles")
 # How Snakemake reports a job that a Ctrl-C stopped (its RuleException quotes the job's
 # CalledProcessError): killed by the signal, or exited 128 + SIGINT.
 INTERRUPTED_JOB = re.compile(r"died with <Signals\.SIG(INT|TERM): \d+>|exit status 1(30|43)\b")
@@ -103,11 +111,43 @@ def unknown_target(target: str, rules: list[str]) -> str:
     )
 
 
-def explained(message: str) -> str | None:
+def given_configfiles(argv: list[str]) -> list[str]:
+    """The files given to --configfile(s) on Snakemake's command line (nargs="+": every
+    word up to the next option)."""
+    found, taking = [], False
+    for word in argv[1:]:
+        option, _, value = word.partition("=")
+        if option in CONFIGFILE_OPTIONS:
+            taking = not value
+            found += [value] if value else []
+        elif word.startswith("-"):
+            taking = False
+        elif taking:
+            found.append(word)
+    return found
+
+
+def configfile_error(message: str, argv: list[str]) -> str | None:
+    """Our loader's words (file, line, column, fix) for a --configfile Snakemake could not
+    read, which it reports without naming the file (snakemake/common/configfile.py)."""
+    if not CONFIGFILE_FAILED.search(message):
+        return None
+    for path in given_configfiles(argv):
+        try:
+            read_mapping(path, "--configfile")
+        except ConfigError as error:
+            return str(error)
+    return None
+
+
+def explained(message: str, argv: list[str] | None = None) -> str | None:
     """The project's one line for an error it words itself, or None for any other."""
     refused = REFUSED.search(message)
     if refused:
         return f"skilleval: {refused[1].strip()}"
+    unreadable = configfile_error(message, sys.argv if argv is None else argv)
+    if unreadable:
+        return f"skilleval: {unreadable}"
     missing = NO_RULE.search(message)
     if missing and "/" not in missing[1]:
         return f"skilleval: {unknown_target(missing[1], rule_targets())}"
