@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from skilleval.provenance.identity import DIGEST_LENGTH as DIGEST
+from skilleval.report.cells import markdown_tables
 from tests.conftest import dry_run_outputs, skilleval_cli, snakemake, unfrozen
 from tests.stale_oracle import (
     CONFIG,
@@ -334,10 +335,14 @@ def test_why_walks_a_main_table_cell_down_to_its_runs_and_says_what_went_stale(
         text = skilleval_cli(built, *args)
         data = skilleval_cli(built, *args, "--json")
         assert "Traceback" not in text.stderr + data.stderr, text.stderr
-        return text.returncode, text.stdout, json.loads(data.stdout)
+        return text.returncode, text.stdout, json.loads(data.stdout)["chain"]
 
     code, printed, links = why("s0-gain", "p_Holm")
     assert code == 0, printed
+    family = json.loads((built / "results/paper/verdict_family_main.json").read_text())
+    (member,) = [m for m in family["members"] if m["name"] == "s0-gain"]
+    assert printed.startswith("Table main (Contrasts), s0-gain, p_Holm: ")
+    assert f"p_holm: {member['p_holm']}" in printed
     assert [link["what"] for link in links] == [
         "verdict family", "verdict", "contrast", "run base-S0", "run base-free",
     ]  # fmt: skip
@@ -362,3 +367,42 @@ def test_why_walks_a_main_table_cell_down_to_its_runs_and_says_what_went_stale(
     assert states["contrast"] == ("stale", ["statistics.n_resamples 1000 -> 2000"])
     assert states["run base-S0"] == ("current", [])
     assert "contrast: results/contrasts/s0-gain.json, stale (statistics.n_resamples" in printed
+
+
+def test_why_answers_a_cell_of_every_table_by_its_label_with_its_value(built: Path) -> None:
+    """One cell of each table, named as the table prints it: the first row's label (its
+    first cell, or its first two for a trainer table) and a numeric column's header."""
+    tables = built / "paper" / "tables"
+    ablation = sorted(tables.glob("ablation_*.md"))[0].stem
+    asked = [
+        ("main", "main", "Runs", 1, "Reward"),
+        ("ranking", "ranking", "Ranking arms", 1, "p_Holm"),
+        ("betas", "ranking", "Chunk betas", 1, "β"),
+        ("harness", "harness", "Runs", 2, "Codex"),
+        (ablation, ablation, "Runs", 2, "Best test"),
+    ]
+    for table, markdown, section, label_cells, column in asked:
+        first = markdown_tables((tables / f"{markdown}.md").read_text())[section][0]
+        row = " ".join(list(first.values())[:label_cells]).rstrip("*")
+        args = (
+            "why",
+            table,
+            row,
+            column,
+            "--root",
+            str(built),
+            "--configfile",
+            "config/small.yaml",
+        )
+        done = skilleval_cli(built, *args, "--json")
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (table, done.stderr)
+        answer = json.loads(done.stdout)
+        assert answer["cell"]["value"] == first[column], (table, answer["cell"])
+        chain = answer["chain"]
+        assert chain and {link["status"] for link in chain} == {"current"}, (table, chain)
+        assert all((built / link["path"]).is_file() for link in chain)
+    # The number is the record's: final-ST's reward, rounded as the table rounds it.
+    summary = json.loads((built / "results/runs/final-ST/summary.json").read_text())
+    args = ("why", "main", "final-ST", "Reward", "--root", str(built))
+    done = skilleval_cli(built, *args, "--configfile", "config/small.yaml")
+    assert f"final-ST, Reward: {summary['reward']:.4f}" in done.stdout

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from skilleval.errors import SkillevalError
+from skilleval.report.cells import find_cell
 from skilleval.report.chains import read_chain
 from skilleval.workflow.plan import WorkflowPlan, front_rows
 from skilleval.workflow.why import chain
@@ -19,24 +20,60 @@ def plan() -> WorkflowPlan:
     return plan_of(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
 
 
-def test_an_unbuilt_contrast_still_names_its_runs(plan: WorkflowPlan, tmp_path: Path) -> None:
-    links = chain(plan, tmp_path, "main", "s0-gain", "p_Holm")
+# The main table as its one writer prints it (report/tables.py): markdown with the labels,
+# a CSV per section with the ids, row for row. Numbers are made up; no record exists.
+MAIN_MD = """## Runs
+
+| Run | Skills | Reward |
+|:---|:---|---:|
+| base-free | none | 0.4979 |
+| base-S0 | S0 | 0.5088 |
+
+## Contrasts
+
+| Contrast | Arms | Δreward | 95% CI | Verdict | p_Holm |
+|:---|:---|---:|:---|:---|:---|
+| s0-gain | base-S0 - base-free | +0.0108 | [-0.0296, +0.0508] | inconclusive | 0.675 |
+"""
+MAIN_CSV = "# units\nrun,reward\nbase-free,0.4979\nbase-S0,0.5088\n"
+CONTRASTS_CSV = "# units\ncontrast,treatment,control\ns0-gain,base-S0,base-free\n"
+
+
+@pytest.fixture()
+def tables(tmp_path: Path) -> Path:
+    folder = tmp_path / "paper" / "tables"
+    folder.mkdir(parents=True)
+    (folder / "main.md").write_text(MAIN_MD)
+    (folder / "main.csv").write_text(MAIN_CSV)
+    (folder / "main_contrasts.csv").write_text(CONTRASTS_CSV)
+    return tmp_path
+
+
+def test_a_cell_is_found_by_its_label_and_header(tables: Path) -> None:
+    cell = find_cell(tables, "main", "S0-GAIN", "p_holm")
+    assert (cell.section, cell.column, cell.value) == ("Contrasts", "p_Holm", "0.675")
+    assert cell.ids == {"contrast": "s0-gain"}
+    run = find_cell(tables, "main", "base-S0", "Reward")
+    assert (run.value, run.ids, run.index) == ("0.5088", {"run": "base-S0"}, 1)
+
+
+def test_an_unbuilt_contrast_still_names_its_runs(plan: WorkflowPlan, tables: Path) -> None:
+    links = chain(plan, tables, find_cell(tables, "main", "s0-gain", "p_Holm"))
     assert [what for what, _ in links] == [
         "verdict family", "verdict", "contrast", "run base-S0", "run base-free",
     ]  # fmt: skip
-    assert {link.status for link in read_chain(tmp_path, links, "s0-gain")} == {"missing"}
-    ranking = chain(plan, tmp_path, "ranking", "rank-top-vs-free", None)
-    assert ranking[2:] == [
-        ("run rank-top-4", "results/runs/rank-top-4/summary.json"),
-        ("run base-free", "results/runs/base-free/summary.json"),
-    ]
+    assert {link.status for link in read_chain(tables, links, "s0-gain")} == {"missing"}
 
 
-def test_a_typo_in_a_row_or_column_names_the_choices(plan: WorkflowPlan, tmp_path: Path) -> None:
-    with pytest.raises(SkillevalError, match=r"no row 's0-gian' \(did you mean s0-gain\?\)"):
-        chain(plan, tmp_path, "main", "s0-gian", None)
-    with pytest.raises(SkillevalError, match="p_holm"):
-        chain(plan, tmp_path, "main", "s0-gain", "p_hlom")
+def test_a_typo_in_a_table_row_or_column_names_the_choices(tables: Path) -> None:
+    with pytest.raises(SkillevalError, match=r"no row 's0-gian' \(did you mean s0-gain"):
+        find_cell(tables, "main", "s0-gian", None)
+    with pytest.raises(SkillevalError, match="p_Holm"):
+        find_cell(tables, "main", "s0-gain", "p_hlom")
+    with pytest.raises(SkillevalError, match="did you mean main"):
+        find_cell(tables, "mian", "s0-gain", None)
+    with pytest.raises(SkillevalError, match=r"not built .*snakemake -j 4 paper/tables/ranking"):
+        find_cell(tables, "ranking", "Top-4", None)
 
 
 def test_the_report_links_every_ranking_row_to_a_contrast_with_its_runs(

@@ -26,6 +26,12 @@ RECORD_FACTS = {
 }  # fmt: skip
 
 
+TRAINER_FACTS = (
+    "benchmark", "group", "value", "overrides", "trainer", "best_selection_score",
+    "base_score", "best_test_score", "delta", "tokens", "plan_fingerprint",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Link:
     """One record behind the number: what it is, where, what it says and holds."""
@@ -61,6 +67,15 @@ def facts(what: str, record: dict[str, Any], row: str, how: bool = True) -> dict
         return {"method": record["method"], "p_holm": member and member["p_holm"]}
     if what in RECORD_FACTS:
         return {k: record.get(k) for k in RECORD_FACTS[what]}
+    if what == "gate betas":
+        chunk: dict[str, Any] = next((c for c in record["chunks"] if c["chunk_id"] == row), {})
+        return {"chunk": row, **chunk, "design": record["inputs"]["design_sha256"]}
+    if what == "gate design":
+        return {k: record.get(k) for k in ("seed", "inclusion_probability", "chunk_ids")}
+    if what.startswith("trainer run"):
+        return {k: record.get(k) for k in TRAINER_FACTS}
+    if what == "audit":
+        return {"valid": record.get("valid"), "reasons": record.get("reasons")}
     execution = record.get("provenance", {}).get("execution", {})
     built = {
         "episodes computed": execution.get("ran"),
@@ -72,11 +87,18 @@ def facts(what: str, record: dict[str, Any], row: str, how: bool = True) -> dict
         "checkpoint": f"{record['checkpoint_id']} ({record['checkpoint_fingerprint']})",
         "bank": f"{record['bank']} ({record['bank_hash']})" if record["bank"] else "none",
         "split": f"{record['split']} ({record['split_hash']})",
-        "prompt": f"{record['prompt_files']} ({record['prompt_hash']})",
+        "prompt": prompt_fact(record),
         "code": record["code_fingerprint"],
         "tasks": record["n_tasks"],
         **(built if how else {}),
     }
+
+
+def prompt_fact(record: dict[str, Any]) -> str:
+    """The run's prompt files by name, with the digest of their contents."""
+    files = record["prompt_files"]
+    named = " + ".join(str(v) for v in files.values()) if isinstance(files, dict) else files
+    return f"{named} ({record['prompt_hash']})"
 
 
 def read_chain(root: Path, links: list[tuple[str, str]], row: str, how: bool = True) -> list[Link]:

@@ -1,11 +1,13 @@
 """``skilleval why TABLE ROW [COLUMN]``: from a number of the paper down to what made it.
 
-A row of the main or the ranking table is a contrast (its verdict, its contrast record and
-its two runs) or a run; the p_Holm column adds the table's verdict family. Each link of
-the chain says what it is computed from (a run: its evidence identity, provenance.identity),
-when and by which commit it was built, how many episodes were computed and reused, and
-whether it is current or stale now: the same dry run `skilleval stale` reads, restricted
-to the chain's files.
+The cell is named as the table shows it (report.cells): main, ranking, betas, harness or
+an ablation table; a row by its label or id; a column by its header. The answer is the
+cell's value and the chain of records below it: a contrast's verdict, its record and its
+two runs (with the table's verdict family for p_Holm), a run's summary, a chunk's Gate A
+fit with its design and masked runs, a trainer run's summary and audit. Each link says
+what it is computed from (a run: its evidence identity, provenance.identity), when and by
+which commit it was built, and whether it is current or stale now: the same dry run
+`skilleval stale` reads, restricted to the chain's files.
 """
 
 from __future__ import annotations
@@ -15,40 +17,21 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from skilleval import paths
 from skilleval.config.model import Config
-from skilleval.config.typos import unknown_name
-from skilleval.errors import SkillevalError
-from skilleval.report.chains import Link, contrast_links, read_chain, run_link
-from skilleval.workflow.plan import Table, WorkflowPlan
+from skilleval.report.cells import SECTIONS, Cell, cell_links, find_cell
+from skilleval.report.chains import Link, read_chain
+from skilleval.workflow.plan import WorkflowPlan
 from skilleval.workflow.stale import stale_jobs
 
-TABLES = tuple(t for t in get_args(Table) if t != "extra")
-# The columns of a contrast row.
-CONTRAST_COLUMNS = ("estimate", "ci", "verdict", "p_holm")
+TABLES = (*SECTIONS, "ablation_<benchmark>")
 
 
-def chain(
-    plan: WorkflowPlan, root: Path, table: str, row: str, column: str | None
-) -> list[tuple[str, str]]:
-    """(what, path) of every record behind ``row`` of ``table`` (and its ``column``)."""
-    if table not in TABLES:
-        raise SkillevalError(unknown_name("table", table, TABLES, "the paper"))
-    contrasts = plan.contrasts_for(table)  # type: ignore[arg-type]
-    runs = plan.main_runs if table == "main" else [arm.run for arm in plan.paper_arms]
-    if row in contrasts:
-        if column is not None and column.lower() not in CONTRAST_COLUMNS:
-            raise SkillevalError(unknown_name("column", column, CONTRAST_COLUMNS, "a contrast row"))
-        plan_row = plan.contrasts[row]
-        links = contrast_links(row, plan_row.treatment, plan_row.control)
-        if column is not None and column.lower() == "p_holm":
-            links.insert(0, ("verdict family", paths.fill(paths.VERDICT_FAMILY, table=table)))
-        return links
-    if row in runs:
-        return [run_link(row)]
-    raise SkillevalError(unknown_name("row", row, [*contrasts, *runs], f"table {table}"))
+def chain(plan: WorkflowPlan, root: Path, cell: Cell) -> list[tuple[str, str]]:
+    """(what, path) of every record behind ``cell``."""
+    pairs = {name: (c.treatment, c.control) for name, c in plan.contrasts.items()}
+    return cell_links(root, cell, plan.ranking_vs_free(), pairs, plan.gate)
 
 
 def why(
@@ -59,13 +42,20 @@ def why(
     row: str,
     column: str | None = None,
     profile: str | None = None,
-) -> list[Link]:
-    """The chain behind a cell, each link current, stale (with the reason) or missing."""
-    links = read_chain(root, chain(WorkflowPlan(config), root, table, row, column), row)
+) -> tuple[Cell, list[Link]]:
+    """The cell and the chain behind it, each link current, stale (with the reason) or
+    missing."""
+    cell = find_cell(root, table, row, column)
+    plan = WorkflowPlan(config)
+    # The name the records know the row by: a chunk's id, a contrast's (an arm's against
+    # the free run), a run's.
+    arm = plan.ranking_vs_free()[cell.index] if "arm" in cell.ids else None
+    key = cell.ids.get("chunk") or arm or cell.ids.get("contrast") or row
+    links = read_chain(root, chain(plan, root, cell), key)
     present = [link.path for link in links if link.status != "missing"]
     planned = {o: job for job in stale_jobs(config, root, configfiles, present, profile)
                for o in job.outputs} if present else {}  # fmt: skip
-    return [
+    return cell, [
         link
         if link.status == "missing"
         else replace(
@@ -77,9 +67,9 @@ def why(
     ]
 
 
-def report(table: str, row: str, column: str | None, links: Sequence[Link]) -> str:
-    cell = f"{row}, {column}" if column else row
-    lines = [f"Table {table}, {cell}:"]
+def report(cell: Cell, row: str, links: Sequence[Link]) -> str:
+    shown = f"{row}, {cell.column}: {cell.value}" if cell.column else f"{row}: {cell.row}"
+    lines = [f"Table {cell.table} ({cell.section}), {shown}"]
     for link in links:
         state = link.status + (f" ({'; '.join(link.reasons)})" if link.reasons else "")
         lines.append(f"  {link.what}: {link.path}, {state}")
@@ -98,11 +88,13 @@ def cmd_why(args: argparse.Namespace) -> int:
     root = Path(args.root)
     config = snakemake_config(root, args.configfile or [], args.profile)
     table = Path(args.table).stem if "/" in args.table else args.table
-    links = why(config, root, args.configfile or [], table, args.row, args.column, args.profile)
+    cell, links = why(
+        config, root, args.configfile or [], table, args.row, args.column, args.profile
+    )
     if args.json:
-        print(json.dumps([asdict(link) for link in links], indent=1))
+        print(json.dumps({"cell": asdict(cell), "chain": [asdict(ln) for ln in links]}, indent=1))
     else:
-        print(report(table, args.row, args.column, links))
+        print(report(cell, args.row, links))
     return 1 if any(link.status != "current" for link in links) else 0
 
 
@@ -111,10 +103,8 @@ def add_why_command(sub: Any) -> None:
         "why", help="the records, runs, inputs and code behind a number of the paper"
     )
     parser.add_argument("table", help=f"{' or '.join(TABLES)}, or its file under paper/tables")
-    parser.add_argument("row", help="a contrast or a run of the table")
-    parser.add_argument(
-        "column", nargs="?", help=f"a contrast's column: {', '.join(CONTRAST_COLUMNS)}"
-    )
+    parser.add_argument("row", help="the row's label as the table shows it, or its id")
+    parser.add_argument("column", nargs="?", help="the column's header as the table shows it")
     parser.add_argument(
         "--configfile", action="extend", nargs="+", help="as given to snakemake (one or more)"
     )
