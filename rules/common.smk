@@ -4,8 +4,13 @@ from pathlib import Path
 from skilleval import paths
 from skilleval.ablation.ratios import RATIOS
 from skilleval.config.typos import not_one_of, refuse
+from skilleval.workflow.report_status import report_requested, write_report_status
 from skilleval.workflow.scheduling import GATE_CHAIN_PRIORITY, RunScheduling
-from skilleval.workflow.snakemake_internals import default_resource_args, host_resource
+from skilleval.workflow.snakemake_internals import (
+    config_files,
+    default_resource_args,
+    host_resource,
+)
 from skilleval.workflow.plan import (
     RANKING_PAIRWISE,
     WorkflowPlan,

@@ -4,6 +4,9 @@ MAIN_RUNS = PLAN.main_runs
 MAIN_CONTRASTS = PLAN.contrasts_for("main")
 FRONT_ROWS = front_rows(PLAN)
 RANKING_ARMS = [arm.run for arm in PLAN.paper_arms]
+# A report says on its front page whether what it shows is current (report/workflow.rst).
+if report_requested(sys.argv):
+    write_report_status(CONFIG, Path.cwd(), config_files(workflow)[1:])
 # The contrasts each table shows: each table's causal verdicts are one family (Holm), so
 # neither table waits for the other's runs.
 TABLE_CONTRASTS = {
@@ -148,6 +151,9 @@ rule report_front:
     params:
         code=code("report_front.py"),
         rows=FRONT_ROWS,
+        # what the main table's caption counts (report/main_table.rst), as that table's rule
+        runs=MAIN_RUNS,
+        contrasts=MAIN_CONTRASTS,
     script:
         "../scripts/report_front.py"
 

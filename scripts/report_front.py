@@ -13,4 +13,5 @@ with logged(snakemake.log[0], snakemake):
         Path(snakemake.input.notice).read_text().strip(),
         snakemake.output.html,
         FrontRows(**snakemake.params.rows),
+        {"runs": snakemake.params.runs, "contrasts": snakemake.params.contrasts},
     )

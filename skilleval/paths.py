@@ -76,6 +76,8 @@ ABLATION_AUDIT = f"{RESULTS}/audit/ablation/{{bench}}/{{run_id}}.json"
 PAPER_PDF = "paper/main.pdf"
 # The HTML that report/workflow.rst includes: the report's first view.
 REPORT_FRONT = f"{RESULTS}/report/front.html"
+# Written when --report parses the workflow (workflow.report_status), never by a rule.
+REPORT_STATUS = f"{RESULTS}/report/status.html"
 # LaTeX's aux, log and page-kind record: kept for the layout check, out of the sources.
 PAPER_BUILD = f"{RESULTS}/paper/latex"
 PAPER_LAYOUT = f"{RESULTS}/paper/layout.json"

@@ -18,7 +18,7 @@ import pytest
 
 from skilleval.provenance.identity import DIGEST_LENGTH as DIGEST
 from skilleval.report.cells import markdown_tables
-from tests.conftest import dry_run_outputs, skilleval_cli, snakemake, unfrozen
+from tests.conftest import dry_run_outputs, planned, skilleval_cli, snakemake, unfrozen
 from tests.stale_oracle import (
     CONFIG,
     EVERY_RUN,
@@ -406,3 +406,24 @@ def test_why_answers_a_cell_of_every_table_by_its_label_with_its_value(built: Pa
     args = ("why", "main", "final-ST", "Reward", "--root", str(built))
     done = skilleval_cli(built, *args, "--configfile", "config/small.yaml")
     assert f"final-ST, Reward: {summary['reward']:.4f}" in done.stdout
+
+
+def test_a_report_says_on_its_front_page_whether_the_graph_is_current(built: Path) -> None:
+    """Made from a current graph it says so; made after a config change it says that the
+    graph is out of date, with as many pending jobs as `snakemake -n paper` has."""
+    small = ("--configfile", "config/small.yaml")
+    snakemake(built, "--report", "report.html", *small)
+    assert "<b>Current.</b>" in (built / "results/report/status.html").read_text()
+    assert "<b>Current.</b>" in (built / "report.html").read_text()
+    overlay = built / "config" / "more-resamples.yaml"
+    overlay.write_text("statistics:\n  n_resamples: 1500\n")
+    try:
+        both = (*small, str(overlay))  # one --configfile takes both (nargs="+")
+        pending = [job for job in planned(built, "-n", "paper", *both) if job.outputs]
+        snakemake(built, "--report", "report.html", *both)
+    finally:
+        overlay.unlink()
+    status = (built / "results/report/status.html").read_text()
+    assert f"has {len(pending)} job(s) pending" in status and pending
+    assert "statistics.n_resamples 1000 -&gt; 1500" in status
+    assert "Out of date." in (built / "report.html").read_text()

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import jinja2
+
 from skilleval.report.chains import chain_html, contrast_links, read_chain, run_link
 from skilleval.storage import atomic
 
@@ -123,12 +125,15 @@ def write_front_page(
     notice: str,
     output: str,
     rows: FrontRows,
+    params: Mapping[str, object],
 ) -> None:
     """``tables``: the main and ranking tables' HTML copies and caption files; ``figure``:
-    the forest plot's PNG and caption file."""
+    the forest plot's PNG and caption file; ``params``: what a caption reads as
+    ``snakemake.params``, as Snakemake's report renders it (Jinja)."""
 
     def caption(path: str) -> str:
-        return " ".join(Path(path).read_text().split())
+        text = jinja2.Template(Path(path).read_text()).render(snakemake={"params": params})
+        return " ".join(text.split())
 
     main_html, main_caption = tables["main"]
     ranking_html, ranking_caption = tables["ranking"]
