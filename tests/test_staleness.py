@@ -18,6 +18,7 @@ import pytest
 
 from skilleval.provenance.identity import DIGEST_LENGTH as DIGEST
 from skilleval.report.cells import markdown_tables
+from skilleval.workflow.stale import causes_by_cell
 from tests.conftest import dry_run_outputs, planned, skilleval_cli, snakemake, unfrozen
 from tests.stale_oracle import (
     CONFIG,
@@ -144,7 +145,7 @@ def test_n_resamples_makes_contrasts_verdicts_and_tables_stale(built: Path) -> N
         "paper_ranking_table",
         "paper_verdict_family",
     }
-    assert "Table main, s0-gain: statistics.n_resamples 1000 -> 500" in why
+    assert causes_by_cell(why)["Table main, s0-gain"] == ["statistics.n_resamples 1000 -> 500"]
 
 
 def test_a_contrast_description_makes_only_the_main_table_stale(built: Path) -> None:
@@ -204,7 +205,7 @@ def test_one_learning_rate_changes_the_identity_of_exactly_three_runs(built: Pat
         == three
     )
     # Only their table cells can change: the job restores every other run unchanged.
-    cells = {line.split(":")[0] for line in why.splitlines() if line.startswith("Table ablation_")}
+    cells = {cell for cell in causes_by_cell(why) if cell.startswith("Table ablation_")}
     assert {cell.split(", ")[1] for cell in cells if ", " in cell} == three
     for bench in ("livemathematicianbench", "alfworld", "docvqa"):
         assert f"Sim trainer job ({bench}): 1 of " in why

@@ -29,6 +29,7 @@ from skilleval.workflow.rule_inputs import SIM_TRAINER_JOB
 from skilleval.workflow.snakemake_internals import params_change, reason_parts
 
 REBUILT = "rebuilt after its inputs: "
+NOT_BUILT = "not built yet (or removed/archived)"
 IDENTITY = re.compile(r"[0-9a-f]{16}")
 CHANGED_RUN = re.compile(r"ablation run (?P<run>\S+): evidence identity ")
 
@@ -136,7 +137,7 @@ def explain(
             if outputs and len(set(missing)) < len(set(outputs)):
                 phrases.append(f"missing output: {', '.join(missing)}")
             else:
-                phrases.append("not built yet (or removed/archived)")
+                phrases.append(NOT_BUILT)
         elif kind == "updated_by_job":
             phrases.append(f"{REBUILT}{detail}")
         elif kind == "updated_input":
@@ -271,7 +272,10 @@ def root_causes(jobs: Sequence[tuple[str, list[str], list[str]]]) -> list[list[s
             for file in phrase.removeprefix(REBUILT).split(", "):
                 upstream = producer.get(file.strip())
                 if upstream is not None and upstream not in seen:
-                    reasons += resolve(upstream, seen | {upstream})
+                    # What made the input stale; an input that is only missing is named
+                    # as such (this job's own outputs may well be built).
+                    deeper = [r for r in resolve(upstream, seen | {upstream}) if r != NOT_BUILT]
+                    reasons += deeper or [f"its input {file.strip()} is not built yet"]
         resolved[index] = list(dict.fromkeys(reasons)) or list(jobs[index][2])
         return resolved[index]
 
@@ -279,19 +283,31 @@ def root_causes(jobs: Sequence[tuple[str, list[str], list[str]]]) -> list[list[s
 
 
 def report(jobs: list[StaleJob]) -> str:
+    """One line per job: the paper cells it changes (its outputs where it changes none),
+    then its causes; jobs that change the same cells share a line, each cause said once."""
     if not jobs:
         return "Nothing is stale: every paper number is built from the current inputs."
-    lines = []
+    causes: dict[str, list[str]] = {}
     for job in jobs:
-        why = "; ".join(job.reasons) or "stale"
-        for cell in job.cells or [f"(no paper cell) {', '.join(job.outputs)}"]:
-            lines.append(f"{cell}: {why}")
+        cells = list(dict.fromkeys(job.cells)) or [f"(no paper cell) {', '.join(job.outputs)}"]
+        causes.setdefault("; ".join(cells), []).extend(job.reasons or ["stale"])
+    lines = [f"{cells}: {'; '.join(dict.fromkeys(why))}" for cells, why in causes.items()]
     outputs = sum(len(j.outputs) for j in jobs)
     return (
-        "\n".join(sorted(set(lines)))
+        "\n".join(sorted(lines))
         + f"\n{len(jobs)} stale job(s), {outputs} output(s)."
         + cost_report(jobs)
     )
+
+
+def causes_by_cell(text: str) -> dict[str, list[str]]:
+    """A report read back: each cell with the causes of every job that changes it."""
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        cells, _, causes = line.partition(": ")
+        for cell in cells.split("; ") if causes else []:
+            found.setdefault(cell, []).extend(causes.split("; "))
+    return found
 
 
 def cost_report(jobs: list[StaleJob]) -> str:
