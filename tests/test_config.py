@@ -7,10 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from skilleval.config.checks import validate_config
 from skilleval.config.input_files import declared_files
-from skilleval.config.loading import config_sources, load_config_file, merged_config
+from skilleval.config.loading import (
+    config_sources,
+    in_declared_order,
+    load_config_file,
+    merged_config,
+)
 from skilleval.config.schema import load_schema
 from skilleval.errors import ConfigError, ConfigErrors
 from tests.conftest import REPO, load_default_config, plan_of, snakemake
@@ -313,3 +319,25 @@ def test_a_long_list_of_bad_values_is_capped_with_a_count() -> None:
         validate_config(config, "config/config.yaml")
     assert len(raised.value.errors) == 12
     assert str(raised.value).endswith("... and 2 more")
+
+
+def test_an_overlay_s_new_keys_follow_the_default_s_as_the_files_declare_them(
+    tmp_path: Path,
+) -> None:
+    """Snakemake starts its config from the overlays and merges the default config into
+    it (snakemake/workflow.py, Workflow.configfile), so an overlay's keys come first; the
+    workflow restores the files' order: the default's keys, then the overlay's new ones."""
+    from snakemake.utils import update_config
+
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("contrasts:\n  new-one: {control: a, treatment: b}\n  s0-gain: {}\n")
+    default = load_config_file(REPO / "config" / "config.yaml")
+    snakemake_config = yaml.safe_load(overlay.read_text())
+    update_config(snakemake_config, copy.deepcopy(default))
+    update_config(snakemake_config, yaml.safe_load(overlay.read_text()))
+    assert next(iter(snakemake_config["contrasts"])) == "new-one"
+    sources = config_sources([REPO / "config" / "config.yaml", overlay])
+    ordered = in_declared_order(snakemake_config, sources)
+    assert list(ordered["contrasts"]) == [*default["contrasts"], "new-one"]
+    assert list(ordered) == list(default)
+    assert ordered == snakemake_config

@@ -278,7 +278,8 @@ def test_the_main_table_csvs_are_numbers_a_reader_loads(built: Path) -> None:
         )
         # The LaTeX prints the same numbers, rounded: estimate and interval alike.
         tex = (tables / "main.tex").read_text()
-        assert f"${row.estimate:+.4f}$" in tex and f"${row.ci_low:+.4f}$" in tex
+        # The estimate in a decimal-aligned column (no dollars), the interval as text.
+        assert f"& {row.estimate:+.4f} &" in tex and f"${row.ci_low:+.4f}$" in tex
     runs = pd.read_csv(tables / "main.csv", comment="#")
     for column in ("reward", "r_success", "coverage", "tokens_per_task"):
         assert runs[column].dtype == float, column
@@ -314,7 +315,7 @@ def test_the_gate_keeps_the_intercept_fit_beside_the_memo_s(built: Path) -> None
     top = json.loads((built / "results" / "banks" / "draft16" / "top-4.json").read_text())
     assert {"estimate", "ci_low", "ci_high"} <= set(top["predicted_effect_intercept_fit"])
     tex = (built / "paper" / "tables" / "ranking.tex").read_text()
-    assert r"\label{tab:betas}" in tex and "intercept fit" in tex
+    assert r"\label{tab:betas}" in tex and "With an intercept" in tex
 
 
 def test_a_registered_random_bank_is_used_as_listed(built: Path, tmp_path: Path) -> None:
@@ -521,3 +522,18 @@ def test_an_episode_shows_how_it_scored_and_a_mistyped_run_is_named(built: Path)
     assert typo.returncode == 2 and "(did you mean base-free" in typo.stderr, typo.stderr
     masked = skilleval_cli(built, "episode", "masked-03", "val-0001")
     assert masked.returncode == 0 and "=== scored: reward " in masked.stdout, masked.stderr
+
+
+def test_the_latex_tables_are_unscaled_with_a_header_over_every_column(built: Path) -> None:
+    """No table is shrunk to the page (its type would be smaller than its neighbours'), no
+    row leaves an empty last column, and numbers sit on their decimal point (dcolumn)."""
+    for tex in sorted((built / "paper" / "tables").glob("*.tex")):
+        text = tex.read_text()
+        assert r"\resizebox" not in text, tex.name
+        rows = [line for line in text.splitlines() if line.rstrip().endswith(r"\\")]
+        assert not [r for r in rows if re.search(r"&\s*\\\\\s*$", r)], tex.name
+    main = (built / "paper" / "tables" / "main.tex").read_text()
+    assert main.count("D{.}{.}{-1}") >= 2 and r"\multicolumn{1}{c}{Reward}" in main
+    harness = (built / "paper" / "tables" / "harness.tex").read_text()
+    blocks = [b for b in re.findall(r"^(\w+) & ", harness, flags=re.M) if b != "Benchmark"]
+    assert blocks and len(blocks) == len(set(blocks)), "a benchmark named once per block"

@@ -9,6 +9,7 @@ main config (the file that set the value last is the one named).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +151,27 @@ def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
 def config_sources(configfiles: Iterable[str | Path]) -> ConfigSources:
     """Every config file read and checked (syntax, duplicate keys), in merge order."""
     return ConfigSources(read_mapping(path) for path in configfiles)
+
+
+def in_declared_order(config: Mapping[str, Any], sources: ConfigSources) -> dict[str, Any]:
+    """``config`` with every mapping's keys in the order the files declare them, the
+    default config's first and each overlay's new keys after: Snakemake starts its config
+    from the overlays and merges the default into it, so an overlay's keys would lead (and
+    its new runs and contrasts head every table). Keys no file declares (--config) follow."""
+    declared: dict[str, Any] = {}
+    for loaded in sources.files:
+        merge(declared, copy.deepcopy(loaded.data))
+    ordered: dict[str, Any] = _ordered(config, declared)
+    return ordered
+
+
+def _ordered(value: Any, declared: Any) -> Any:
+    if not isinstance(value, Mapping):
+        return value
+    order = list(declared) if isinstance(declared, Mapping) else []
+    keys = [k for k in order if k in value] + [k for k in value if k not in order]
+    below = declared if isinstance(declared, Mapping) else {}
+    return {k: _ordered(value[k], below.get(k)) for k in keys}
 
 
 def merged_config(configfiles: Iterable[str | Path]) -> dict[str, Any]:

@@ -15,7 +15,14 @@ from skilleval.ablation.matrix import load_matrix
 from skilleval.ablation.plan import PlannedRun, group_rows, plan, run_files
 from skilleval.config.matrix import Group, Matrix
 from skilleval.records.ablation import AblationAudit, AblationSummary
-from skilleval.report.latex import environment, latex_escape, signed
+from skilleval.report.latex import (
+    DECIMAL_COLUMN,
+    centred,
+    decimal_cell,
+    environment,
+    latex_escape,
+    signed,
+)
 from skilleval.report.notice import caption_of, notice_of
 from skilleval.report.writer import Section, write_table_set
 from skilleval.storage.figures import PAPER_FONTS, characters_across, save_pdf, wrapped
@@ -64,6 +71,8 @@ def fmt(x: float) -> str:
 # The CSV copies hold the numbers as numbers, one column each, beside the run and its
 # audit; the LaTeX, Markdown and HTML copies print them rounded.
 ABLATION_COLUMNS = ["group", "value", "reused_default", "run_id", *METRICS, "valid", "reasons"]
+# The ablation table's score columns, aligned on the decimal point in the LaTeX copy.
+ABLATION_SCORES = ("Best sel.", "Base", "Best test", "$\\Delta$")
 ABLATION_UNITS = (
     "best_selection_score, base_score, best_test_score: scores in [0, 1]; delta: "
     "best_test_score - base_score; tokens: the trainer's tokens of the run; valid: its audit "
@@ -88,6 +97,7 @@ def render(
     the CSV's numbers and what its columns mean. The other copies name every row's first
     column (the LaTeX leaves a repeat blank) and add the reason of a dagger."""
     notice = notice_of(ablation_summaries=summaries)
+    template.setdefault("tex_header", template["header"])
     notes = [
         rf"$^\dagger$ {latex_escape(r['run_id'])}: {latex_escape(r['reasons'])}"
         for r in frame.to_dict("records")
@@ -137,10 +147,10 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
         cells = [
             latex_escape(r["group"]) if r["group"] != previous else "",
             value + mark,
-            fmt(r["best_selection_score"]),
-            fmt(r["base_score"]),
-            fmt(r["best_test_score"]),
-            signed(r["delta"]),
+            decimal_cell(fmt(r["best_selection_score"])),
+            decimal_cell(fmt(r["base_score"])),
+            decimal_cell(fmt(r["best_test_score"])),
+            decimal_cell(signed(r["delta"])),
             human_count(r["tokens"]),
         ]
         tex_rows.append({"cells": cells, "rule": previous is not None and r["group"] != previous})
@@ -160,8 +170,9 @@ def render_ablation_table(bench: str, matrix_path: str, outputs: Mapping[str, st
         r"$\Delta$: Best test $-$ Base; Tokens: trainer tokens of the run. One run per row "
         "(no repeats), so a $\\Delta$ is a single run's difference, not an interval; "
         r"$^\dagger$: the run's audit failed.",
-        colspec="llrrrrr",
+        colspec=f"ll{DECIMAL_COLUMN * 4}r",
         header="Group & Value & Best sel. & Base & Best test & $\\Delta$ & Tokens",
+        tex_header=" & ".join(["Group", "Value", *map(centred, ABLATION_SCORES), "Tokens"]),
     )
 
 
@@ -203,12 +214,11 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
     tex_rows, previous = [], None
     for r in frame.to_dict("records"):
         cells = [
-            # Named on every row: a page break in this long table must not leave a row
-            # whose benchmark the reader has to look for on the page before.
-            latex_escape(r["benchmark"]),
+            # Named once per block, as the ablation tables name a group.
+            latex_escape(r["benchmark"]) if r["benchmark"] != previous else "",
             latex_escape(r["setting"]),
-            harness_cell(r, "Codex"),
-            harness_cell(r, "Claude"),
+            decimal_cell(harness_cell(r, "Codex")),
+            decimal_cell(harness_cell(r, "Claude")),
         ]
         tex_rows.append(
             {"cells": cells, "rule": previous is not None and r["benchmark"] != previous}
@@ -225,9 +235,11 @@ def render_harness_table(matrix_path: str, outputs: Mapping[str, str]) -> None:
         short_caption="Harness runs",
         caption="Harness runs: best test score per setting, Codex vs Claude Code students, "
         "each initialised from its benchmark's one canonical source skill (-- = not run). "
-        "Benchmarks are named as in the ablation tables.",
-        colspec="llrr",
+        "Benchmarks are named as in the ablation tables and come in the matrix's order; "
+        "within one, settings in the order the matrix declares its harness runs.",
+        colspec=f"ll{DECIMAL_COLUMN * 2}",
         header="Benchmark & Setting & Codex & Claude",
+        tex_header=f"Benchmark & Setting & {centred('Codex')} & {centred('Claude')}",
     )
 
 

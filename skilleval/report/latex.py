@@ -77,12 +77,38 @@ def captions(tex: str) -> list[str]:
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("skilleval.report", "templates"),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters["decimal"] = decimal_cell
+    env.filters["centred"] = centred
+    env.globals["decimal_column"] = DECIMAL_COLUMN
+    return env
+
+
+DAGGER = r"$^\dagger$"
+DECIMAL = re.compile(r"<?[+-]?\d[\d{},]*(\.\d+)?")
+# A column of numbers aligned on the decimal point (dcolumn, in LaTeX's tools bundle).
+DECIMAL_COLUMN = "D{.}{.}{-1}"
+
+
+def decimal_cell(text: str) -> str:
+    """A cell of a DECIMAL_COLUMN: a number as dcolumn reads it (math mode, no dollars), any
+    other text (--, n/a) centred across the column."""
+    marked = text.endswith(DAGGER)
+    plain = text.removesuffix(DAGGER).replace(r"\textless{}", "<").strip().strip("$")
+    if DECIMAL.fullmatch(plain):
+        # "<" as an ordinary symbol: a relation would be spaced as one ("< 0.001").
+        return plain.replace("<", "{<}") + (r"^{\dagger}" if marked else "")
+    return rf"\multicolumn{{1}}{{c}}{{{text}}}"
+
+
+def centred(header: str) -> str:
+    """A header over a DECIMAL_COLUMN (dcolumn would set it as a number)."""
+    return rf"\multicolumn{{1}}{{c}}{{{header}}}"
 
 
 def signed(value: float, digits: int = 4) -> str:

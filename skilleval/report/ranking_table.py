@@ -177,6 +177,15 @@ def render_ranking_table(
     notes = Notes()
     arm_cells = _arm_cells(arms, frame, notes)
     pairwise_cells = contrast_cells(contrasts, notes)
+    # The LaTeX copy names an arm by its label without what it was drawn with (said once,
+    # in the caption), and a pairwise contrast by its two arms: the page is that narrow.
+    short = {arm["run"]: arm["label"].split(" (")[0] for arm in arms}
+    for cell, arm in zip(arm_cells, arms, strict=True):
+        cell["short"] = latex_escape(short[arm["run"]])
+    for cell, row in zip(pairwise_cells, contrasts.itertuples(), strict=True):
+        cell["short_arms"] = rf"{short[row.treatment]} $-$ {short[row.control]}"
+    drawn = [latex_escape(a["label"].replace(" (", ": ", 1).rstrip(")")) for a in arms]
+    drawn_with = "".join(f" {label}." for label in drawn if ": " in label)
     intercept = beta.intercept_fit["intercept"]
     first = frame.iloc[0]
     tex = (
@@ -193,6 +202,7 @@ def render_ranking_table(
             confidence=percent(first["confidence"]),
             family=family_caption(family),
             simulated=caption_of(notice),
+            drawn_with=drawn_with,
             arms=arm_cells,
             contrasts=pairwise_cells,
             chunks=chunk_cells(chunks),

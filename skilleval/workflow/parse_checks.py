@@ -15,7 +15,7 @@ from skilleval import paths
 from skilleval.ablation.matrix import load_matrix
 from skilleval.config.checks import validate_config
 from skilleval.config.input_files import check_input_files
-from skilleval.config.loading import ConfigSources
+from skilleval.config.loading import ConfigSources, in_declared_order
 from skilleval.config.matrix import Matrix
 from skilleval.config.model import Config
 from skilleval.provenance.code import SourceCache
@@ -49,6 +49,7 @@ def check_inputs(
     """The config, the files it names, the ablation matrix, the cards asked for (against
     the build's ``--resources gpu``, ``host_cards``) and the frozen protocols, checked in
     the working directory, the workflow's root."""
+    config = in_declared_order(config, source)
     typed = validate_config(config, source)
     sources = SourceFiles([paths.RESULTS, typed.world.dir], FileDigests(Path(paths.FILE_DIGESTS)))
     design = world_design(config)
