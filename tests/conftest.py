@@ -32,8 +32,8 @@ from skilleval.world.generate import write_bank, write_checkpoint, write_tasks
 from skilleval.world.server import start_servers
 from tests.engine_docker import DockerEngine
 from tests.engine_docker import missing_engine as docker_missing
-from tests.engine_slurm import SlurmCluster
-from tests.engine_slurm import missing_engine as slurm_missing
+from tests.engine_slurm_nodes import NodesCluster
+from tests.engine_slurm_nodes import missing_engine as nodes_missing
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_PARTS = ("Snakefile", "rules", "scripts", "config", "envs", "profiles", "report", "paper")
@@ -370,12 +370,13 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    """One SLURM cluster for the session (tests marked slurm), stopped by PID at the end."""
-    reason = slurm_missing()
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodesCluster]:
+    """One SLURM cluster of three nodes for the session (tests marked slurm), stopped by
+    PID at the end, its namespaces removed."""
+    reason = nodes_missing()
     if reason:
         pytest.skip(reason)
-    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm")).start()
+    cluster = NodesCluster(tmp_path_factory.mktemp("slurm")).start()
     yield cluster
     cluster.stop()
 

@@ -92,14 +92,41 @@ class SlurmCluster:
         self.run("sacctmgr", "-i", "add", "account", ACCOUNT, f"Cluster={CLUSTER}")
         self.run("sacctmgr", "-i", "add", "user", "root", f"Account={ACCOUNT}")
         self._spawn("slurmctld", "-D", "-i")
-        self._spawn("slurmd", "-D", "-N", self.node)
-        self._wait(lambda: "idle" in self.run("sinfo", "-h", "-o", "%t", check=False).stdout)
+        self._start_nodes()
+        self._wait(self._all_idle)
         self.started_s = time.monotonic() - began
         return self
 
     @property
     def node(self) -> str:
         return socket.gethostname().split(".")[0]
+
+    # Where slurmctld listens for the nodes, and the nodes themselves: this host, once.
+    ctld_address = "127.0.0.1"
+
+    def node_config(self) -> str:
+        gpus = f"Gres=gpu:{GPUS}"
+        return (
+            f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory=4000 "
+            f"{gpus}\nPartitionName={PARTITION} Nodes={self.node} Default=YES "
+            "MaxTime=INFINITE State=UP\n"
+        )
+
+    def gres_config(self) -> str:
+        return f"AutoDetect=off\nName=gpu File={self.root / 'dev'}/nvidia[0-{GPUS - 1}]\n"
+
+    def device_dirs(self) -> list[Path]:
+        return [self.root / "dev"]
+
+    def extra_config(self) -> str:
+        return ""
+
+    def _start_nodes(self) -> None:
+        self._spawn("slurmd", "-D", "-N", self.node)
+
+    def _all_idle(self) -> bool:
+        states = self.run("sinfo", "-h", "-N", "-o", "%t", check=False).stdout.split()
+        return bool(states) and all(state == "idle" for state in states)
 
     def _spawn(self, *argv: str) -> subprocess.Popen[bytes]:
         log = open(self.root / "log" / f"{Path(argv[0]).name}.out", "ab")  # noqa: SIM115
@@ -168,14 +195,16 @@ class SlurmCluster:
         return db_socket
 
     def _write_configs(self, db_socket: Path, ports: dict[str, int]) -> None:
-        for index in range(GPUS):
-            device = self.root / "dev" / f"nvidia{index}"
-            if not device.exists():
-                os.mknod(device, 0o666 | 0o020000, os.makedev(195, index))
+        for folder in self.device_dirs():
+            folder.mkdir(parents=True, exist_ok=True)
+            for index in range(GPUS):
+                device = folder / f"nvidia{index}"
+                if not device.exists():
+                    os.mknod(device, 0o666 | 0o020000, os.makedev(195, index))
         CONF_DIR.mkdir(parents=True, exist_ok=True)
         self.conf.write_text(
             f"""{MARK}ClusterName={CLUSTER}
-SlurmctldHost={self.node}(127.0.0.1)
+SlurmctldHost={self.node}({self.ctld_address})
 SlurmctldPort={ports["ctld"]}
 SlurmdPort={ports["slurmd"]}
 SlurmUser=root
@@ -184,9 +213,9 @@ AuthType=auth/munge
 StateSaveLocation={self.root / "state"}
 SlurmdSpoolDir={self.root / "spool" / "%n"}
 SlurmctldPidFile={self.root / "slurmctld.pid"}
-SlurmdPidFile={self.root / "slurmd.pid"}
+SlurmdPidFile={self.root / "slurmd-%n.pid"}
 SlurmctldLogFile={self.root / "log" / "slurmctld.log"}
-SlurmdLogFile={self.root / "log" / "slurmd.log"}
+SlurmdLogFile={self.root / "log" / "slurmd-%n.log"}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -201,13 +230,9 @@ AccountingStoragePort={ports["dbd"]}
 AccountingStorageTRES=gres/gpu
 AccountingStoreFlags=job_comment
 JobAcctGatherType=jobacct_gather/none
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory=4000 Gres=gpu:{GPUS}
-PartitionName={PARTITION} Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
-"""
+{self.extra_config()}{self.node_config()}"""
         )
-        (CONF_DIR / "gres.conf").write_text(
-            f"{MARK}AutoDetect=off\nName=gpu File={self.root / 'dev'}/nvidia[0-{GPUS - 1}]\n"
-        )
+        (CONF_DIR / "gres.conf").write_text(f"{MARK}{self.gres_config()}")
         dbd = CONF_DIR / "slurmdbd.conf"
         dbd.write_text(
             f"""{MARK}AuthType=auth/munge

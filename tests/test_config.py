@@ -341,3 +341,31 @@ def test_an_overlay_s_new_keys_follow_the_default_s_as_the_files_declare_them(
     assert list(ordered["contrasts"]) == [*default["contrasts"], "new-one"]
     assert list(ordered) == list(default)
     assert ordered == snakemake_config
+
+
+@pytest.mark.parametrize(
+    ("model_server", "key"),
+    [
+        ("external", "protocols.local-sglang.execution.model_server.base_url"),
+        ("process", None),
+    ],
+)
+def test_a_loopback_address_another_node_cannot_reach_is_refused_naming_the_key(
+    model_server: str, key: str | None
+) -> None:
+    """On cluster nodes a run's job may land on any node: a server it only connects to
+    must be at a routable address; one it launches is on its own node, where loopback is
+    right."""
+    config = load_default_config()
+    config["backends"].update(
+        policy="openai", environment="http", model_server=model_server, jobs_run_on="cluster_nodes"
+    )
+    execution = config["protocols"]["local-sglang"]["execution"]
+    execution["environment"].update(url="http://10.0.0.5:5700")
+    execution["model_server"]["base_url"] = "http://127.0.0.1:30000/v1"
+    if key is None:
+        validate_config(config, "config/config.yaml")
+        return
+    with pytest.raises(ConfigError) as refused:
+        validate_config(config, "config/config.yaml")
+    assert key in str(refused.value) and "each node's own loopback" in str(refused.value)

@@ -1,8 +1,10 @@
-"""The graph on a real SLURM cluster: a slice of the paper (world, two runs that each ask
-for two GPUs, one contrast, the main table) through a site copy of profiles/slurm."""
+"""The graph on a real SLURM cluster of three nodes (tests/engine_slurm_nodes.py): a slice
+of the paper (world, two runs that each ask for two GPUs, one contrast, the main table)
+through a site copy of profiles/slurm."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -16,8 +18,16 @@ import pytest
 import yaml
 
 from skilleval.config.loading import merge
-from tests.conftest import REPO, copy_workflow, load_default_config, stand_in_server, unfreeze
+from tests.conftest import (
+    REPO,
+    copy_workflow,
+    load_default_config,
+    read_jsonl,
+    stand_in_server,
+    unfreeze,
+)
 from tests.engine_slurm import ACCOUNT, PARTITION, SlurmCluster, free_port
+from tests.engine_slurm_nodes import NODES, NodesCluster
 
 pytestmark = pytest.mark.slurm
 GPU_RUNS = ("base-free", "base-S0")
@@ -40,7 +50,7 @@ def stand_in_protocol(protocol: dict[str, Any], world: Path) -> None:
     }
 
 
-def slice_workflow(workdir: Path) -> None:
+def slice_workflow(workdir: Path, *server_options: str) -> None:
     """The small world, only the runs and contrast of the slice, served through process."""
     small = yaml.safe_load((REPO / "tests" / "data" / "small.yaml").read_text())
     config = merge(load_default_config(), small)
@@ -54,6 +64,8 @@ def slice_workflow(workdir: Path) -> None:
         "jobs_run_on": "cluster_nodes",
     }
     stand_in_protocol(config["protocols"]["local-sglang"], workdir / "results" / "world")
+    launch = config["protocols"]["local-sglang"]["execution"]["model_server"]["launch"]
+    launch["command"] += list(server_options)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     unfreeze(workdir)
     site = workdir / "profiles" / "site"
@@ -77,7 +89,10 @@ def slice_workflow(workdir: Path) -> None:
 
 def cluster_jobs(cluster: SlurmCluster, expected: int) -> list[dict[str, str]]:
     """Jobs sacct recorded, waiting briefly for slurmdbd to catch up."""
-    fields = ("JobID", "Comment", "AllocTRES", "State", "Account", "Partition", "Submit", "End")
+    fields = (
+        "JobID", "Comment", "AllocTRES", "State", "Account", "Partition", "Submit", "End",
+        "NodeList",
+    )  # fmt: skip
     deadline = time.monotonic() + 60
     while True:
         out = cluster.run("sacct", "-X", "-P", "-n", "-o", ",".join(fields)).stdout
@@ -135,5 +150,71 @@ def test_a_paper_slice_builds_on_the_cluster_with_the_cards_it_asked_for(
     first, second = sorted((j for j in jobs if j["Comment"].startswith("rule_eval_run")),
                            key=lambda j: j["Submit"])  # fmt: skip
     assert second["Submit"] < first["End"], (first, second)
+    # Each run took all of a node's CPUs, so the two ran on two of the three nodes, each
+    # with the servers its job started there, on that node's own loopback.
+    assert first["NodeList"] != second["NodeList"], (first, second)
+    assert {first["NodeList"], second["NodeList"]} <= set(NODES)
     assert (workdir / "results" / "verdicts" / "s0-gain.json").exists()
     assert "s0-gain" in (workdir / "paper" / "tables" / "main.tex").read_text()
+
+
+def squeued(cluster: SlurmCluster) -> dict[str, tuple[str, str]]:
+    """Rule comment -> (state, node) of the jobs in the queue."""
+    out = cluster.run("squeue", "-h", "-o", "%k|%T|%N", check=False).stdout
+    return {k: (t, n) for k, t, n in (line.split("|") for line in out.splitlines())}
+
+
+def test_a_node_lost_mid_run_costs_no_task_and_leaves_nothing_behind(
+    slurm_cluster: NodesCluster, tmp_path: Path
+) -> None:
+    """A run's node dies halfway (its slurmd and every process in its namespace killed):
+    SLURM marks the node down and the job NODE_FAIL; Snakemake submits it once more
+    without that node (profiles/slurm: retries 1, no SLURM requeue); the run resumes from
+    its journal on another node, with every task once, and the servers the dead job
+    started leave no lease in the way."""
+    workdir = copy_workflow(tmp_path)
+    slice_workflow(workdir, "--latency", "0.05")
+    target = "results/runs/base-free/summary.json"
+    log = (tmp_path / "build.log").open("w")
+    command = [sys.executable, "-m", "snakemake", "--profile", "profiles/site", target]
+    build = subprocess.Popen(command, cwd=workdir, env=slurm_cluster.env, stdout=log, stderr=log)
+    comment = "rule_eval_run_wildcards_base-free"
+    journal = workdir / "results" / "journal" / "base-free"
+    timeline: list[tuple[float, str]] = []
+    lost = None
+    try:
+        deadline = time.monotonic() + 300
+        while lost is None and time.monotonic() < deadline and build.poll() is None:
+            state, node = squeued(slurm_cluster).get(comment, ("", ""))
+            done = sum(len(read_jsonl(p)) for p in journal.glob("*.jsonl"))
+            if state == "RUNNING" and done >= 8:
+                timeline.append((time.monotonic(), f"{done} episodes journaled on {node}"))
+                slurm_cluster.lose(node)
+                lost = node
+                timeline.append((time.monotonic(), f"{node} lost"))
+            time.sleep(0.2)
+        assert lost is not None, (tmp_path / "build.log").read_text()[-3000:]
+        assert build.wait(timeout=600) == 0, (tmp_path / "build.log").read_text()[-5000:]
+        timeline.append((time.monotonic(), "build finished"))
+    finally:
+        if build.poll() is None:
+            build.kill()
+        if lost is not None:
+            slurm_cluster.revive(lost)
+    results = read_jsonl(workdir / "results" / "runs" / "base-free" / "results.jsonl")
+    tasks = [r["task_id"] for r in results]
+    assert len(tasks) == len(set(tasks)) and tasks, "every task once"
+    summary = json.loads((workdir / target).read_text())
+    execution = summary["provenance"]["execution"]
+    assert execution["reused_from_journal"] >= 8 and summary["coverage"] == 1.0, execution
+    assert execution["reused_from_journal"] + execution["ran"] == len(tasks)
+    fields = ("JobID", "Comment", "State", "NodeList", "Start", "End")
+    out = slurm_cluster.run("sacct", "-D", "-X", "-P", "-n", "-o", ",".join(fields)).stdout
+    attempts = [dict(zip(fields, line.split("|"), strict=True)) for line in out.splitlines()]
+    attempts = [a for a in attempts if a["Comment"] == comment]
+    assert attempts[-1]["State"] == "COMPLETED" and attempts[-1]["NodeList"] != lost, attempts
+    assert any(a["NodeList"] == lost and a["State"] != "COMPLETED" for a in attempts), attempts
+    began = timeline[0][0]
+    print("lost-node timeline:", [(round(t - began, 1), what) for t, what in timeline])
+    print("sacct attempts:", attempts)
+    print("episodes: reused", execution["reused_from_journal"], "ran", execution["ran"])

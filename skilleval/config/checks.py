@@ -70,7 +70,9 @@ def check_protocols(config: Mapping[str, Any], source: object) -> None:
                 f"lower concurrency to at most {env['slots']}",
             )
         if any(run["protocol"] == name for run in config["runs"].values()):
-            check_reachable_environment(config, source, name, protocol["execution"]["environment"])
+            execution = protocol["execution"]
+            check_reachable_environment(config, source, name, execution["environment"])
+            check_reachable_model_server(config, source, name, execution["model_server"])
         metrics = protocol["metrics"]
         if metrics["main"] not in ("reward", "r_strict"):
             raise ConfigError(
@@ -112,6 +114,28 @@ def check_reachable_environment(
             "give the environment server's routable address (http://<host>:<port>), or, "
             "when the run's launched server command also serves the environment on the "
             "job's node, set execution.environment.beside_run: true",
+        )
+
+
+def check_reachable_model_server(
+    config: Mapping[str, Any], source: object, name: str, server: Mapping[str, Any]
+) -> None:
+    """A server the runs only connect to (model_server: external) must be reachable from
+    every node a job may land on; one a job launches is on its own node."""
+    backends = config["backends"]
+    if (
+        backends.get("jobs_run_on", "this_host") == "cluster_nodes"
+        and backends["model_server"] == "external"
+        and is_loopback(server["base_url"])
+    ):
+        raise ConfigError(
+            source,
+            f"protocols.{name}.execution.model_server.base_url",
+            server["base_url"],
+            "a loopback address, but jobs run on cluster nodes (backends.jobs_run_on: "
+            "cluster_nodes), where it is each node's own loopback and no server listens",
+            "give the model server's routable address (http://<host>:<port>/v1), or let "
+            "each run's job launch its own (backends.model_server: process)",
         )
 
 

@@ -156,6 +156,24 @@ def differences(beta: GateBeta) -> str:
     return latex_escape("; ".join(differs)) if differs else "none"
 
 
+def short_labels(
+    arms: Sequence[Mapping[str, Any]],
+    arm_cells: list[dict[str, str]],
+    pairwise_cells: list[dict[str, str]],
+    contrasts: pd.DataFrame,
+) -> str:
+    """The LaTeX copy names an arm by its label without what it was drawn with, and a
+    pairwise contrast by its two arms (the page is that narrow); returns what the arms
+    were drawn with, said once in the caption."""
+    short = {arm["run"]: arm["label"].split(" (")[0] for arm in arms}
+    for cell, arm in zip(arm_cells, arms, strict=True):
+        cell["short"] = latex_escape(short[arm["run"]])
+    for cell, row in zip(pairwise_cells, contrasts.itertuples(), strict=True):
+        cell["short_arms"] = rf"{short[row.treatment]} $-$ {short[row.control]}"
+    drawn = [latex_escape(a["label"].replace(" (", ": ", 1).rstrip(")")) for a in arms]
+    return "".join(f" {label}." for label in drawn if ": " in label)
+
+
 def render_ranking_table(
     arms: Sequence[Mapping[str, Any]],
     summaries: Sequence[str],
@@ -177,15 +195,7 @@ def render_ranking_table(
     notes = Notes()
     arm_cells = _arm_cells(arms, frame, notes)
     pairwise_cells = contrast_cells(contrasts, notes)
-    # The LaTeX copy names an arm by its label without what it was drawn with (said once,
-    # in the caption), and a pairwise contrast by its two arms: the page is that narrow.
-    short = {arm["run"]: arm["label"].split(" (")[0] for arm in arms}
-    for cell, arm in zip(arm_cells, arms, strict=True):
-        cell["short"] = latex_escape(short[arm["run"]])
-    for cell, row in zip(pairwise_cells, contrasts.itertuples(), strict=True):
-        cell["short_arms"] = rf"{short[row.treatment]} $-$ {short[row.control]}"
-    drawn = [latex_escape(a["label"].replace(" (", ": ", 1).rstrip(")")) for a in arms]
-    drawn_with = "".join(f" {label}." for label in drawn if ": " in label)
+    drawn_with = short_labels(arms, arm_cells, pairwise_cells, contrasts)
     intercept = beta.intercept_fit["intercept"]
     first = frame.iloc[0]
     tex = (
