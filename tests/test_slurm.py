@@ -28,6 +28,7 @@ from tests.conftest import (
 )
 from tests.engine_slurm import ACCOUNT, PARTITION, SlurmCluster, free_port
 from tests.engine_slurm_nodes import NODES, NodesCluster
+from tests.test_owned_servers import write_nvidia_smi
 
 pytestmark = pytest.mark.slurm
 GPU_RUNS = ("base-free", "base-S0")
@@ -156,6 +157,58 @@ def test_a_paper_slice_builds_on_the_cluster_with_the_cards_it_asked_for(
     assert {first["NodeList"], second["NodeList"]} <= set(NODES)
     assert (workdir / "results" / "verdicts" / "s0-gain.json").exists()
     assert "s0-gain" in (workdir / "paper" / "tables" / "main.tex").read_text()
+    local = built_here(tmp_path / "here")
+    for run in GPU_RUNS:
+        assert evidence_of(workdir, run) == evidence_of(local, run), run
+    there, here = (json.loads((w / "results/verdicts/s0-gain.json").read_text())
+                   for w in (workdir, local))  # fmt: skip
+    # A check's words name what answered, by the weights path the server reports, which
+    # is each build directory's own; its name and outcome are the result.
+    for verdict in (there, here):
+        verdict["checks"] = [(c["name"], c["passed"]) for c in verdict["checks"]]
+    assert without_provenance(there) == without_provenance(here)
+
+
+# What differs between two builds of the same evidence: when, where and how each was built
+# (provenance, the service's addresses, the execution record) and which server process
+# answered (its name holds its port and pid); everything else is the result.
+NOT_RESULTS = ("provenance", "service", "execution", "answered")
+
+
+def without_provenance(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in NOT_RESULTS}
+
+
+def evidence_of(workdir: Path, run: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    folder = workdir / "results" / "runs" / run
+    summary = json.loads((folder / "summary.json").read_text())
+    episodes = sorted(read_jsonl(folder / "results.jsonl"), key=lambda r: r["task_id"])
+    return without_provenance(summary), [without_provenance(e) for e in episodes]
+
+
+def built_here(tmp_path: Path) -> Path:
+    """The same slice built on this host, no SLURM: the gpu-host profile over a fake
+    nvidia-smi of its 14 cards and --resources gpu=3, so one two-card run at a time (each
+    stand-in serves the environment on the protocol's one port)."""
+    tmp_path.mkdir()
+    workdir = copy_workflow(tmp_path)
+    slice_workflow(workdir)
+    (tmp_path / "bin").mkdir()
+    write_nvidia_smi(tmp_path / "bin", 14)
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "SKILLEVAL_GPU_LOCK_DIR": str(tmp_path / "locks"),
+        "CUDA_VISIBLE_DEVICES": ",".join(map(str, range(14))),  # what a bare shell has
+    }
+    profile = ("--profile", "profiles/gpu-host")
+    command = [sys.executable, "-m", "snakemake", "paper/tables/main.tex", *profile, "-j2"]
+    done = subprocess.run(
+        [*command, "--resources", "gpu=3"], cwd=workdir, env=env, capture_output=True,
+        text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    return workdir
 
 
 def squeued(cluster: SlurmCluster) -> dict[str, tuple[str, str]]:
