@@ -335,3 +335,15 @@ def test_a_trainer_runs_identity_has_the_same_length_and_follows_its_code() -> N
     edited = identity.trainer_run_identity({"skilleval/ablation/run.py": "b"}, {"plan": "p"})
     assert first.digest == again.digest != edited.digest
     assert len(first.digest) == identity.DIGEST_LENGTH
+
+
+def test_where_a_job_runs_is_no_evidence() -> None:
+    """The same graph on a cluster's nodes computes what it computes here: a run built on
+    one is current on the other (backends.jobs_run_on reaches no identity)."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    here = plan_of(copy.deepcopy(config))
+    config["backends"]["jobs_run_on"] = "cluster_nodes"
+    there = plan_of(config)
+    for name, run in here.runs.items():
+        assert there.run_inputs(there.runs[name]).settings() == here.run_inputs(run).settings()
+    assert "jobs_run_on" not in there.backends

@@ -23,12 +23,14 @@ from tests.conftest import (
     copy_workflow,
     load_default_config,
     read_jsonl,
+    small_paper_sources,
     stand_in_server,
     unfreeze,
 )
 from tests.engine_slurm import ACCOUNT, PARTITION, SlurmCluster, free_port
 from tests.engine_slurm_nodes import NODES, NodesCluster
 from tests.test_owned_servers import write_nvidia_smi
+from tests.test_staleness_builds import comparable
 
 pytestmark = pytest.mark.slurm
 GPU_RUNS = ("base-free", "base-S0")
@@ -69,23 +71,11 @@ def slice_workflow(workdir: Path, *server_options: str) -> None:
     launch["command"] += list(server_options)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     unfreeze(workdir)
-    site = workdir / "profiles" / "site"
-    shutil.copytree(workdir / "profiles" / "slurm", site)
-    profile = yaml.safe_load((site / "config.yaml").read_text())
-    profile["default-resources"].update(
-        slurm_partition=PARTITION, slurm_account=ACCOUNT, mem_mb=500, runtime=10, cpus_per_task=1
-    )
-    # A model run's job asks for what a real sglang server needs (serving/sizing.py); this
-    # one-node test cluster is smaller, so the site overrides it as the README says. Each
-    # stand-in also serves the environment on the protocol's one port, so two cannot share
-    # the node: a run takes all its CPUs, and SLURM starts the second when the first ends
-    # while both wait in its queue.
-    small = {"mem_mb": 500, "runtime": 10, "cpus_per_task": os.cpu_count() or 1}
-    profile.setdefault("set-resources", {}).update(eval_run=small, gate_masked_run=small)
-    profile["config"]["backends"] = config["backends"]
-    # The plugin's first status check waits 40 s by default, sized for busy clusters.
-    profile["slurm-init-seconds-before-status-checks"] = 2
-    (site / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    # A model run's job asks for what a real sglang server needs (serving/sizing.py); the
+    # test cluster is smaller, so the site overrides it as the README says. Each stand-in
+    # also serves the environment on the protocol's one port, so two cannot share a node:
+    # a run takes all of a node's CPUs.
+    site_profile(workdir, config["backends"], run_cpus=os.cpu_count() or 1)
 
 
 def cluster_jobs(cluster: SlurmCluster, expected: int) -> list[dict[str, str]]:
@@ -226,7 +216,7 @@ def test_a_node_lost_mid_run_costs_no_task_and_leaves_nothing_behind(
     its journal on another node, with every task once, and the servers the dead job
     started leave no lease in the way."""
     workdir = copy_workflow(tmp_path)
-    slice_workflow(workdir, "--latency", "0.05")
+    slice_workflow(workdir, "--latency", "0.2")
     target = "results/runs/base-free/summary.json"
     log = (tmp_path / "build.log").open("w")
     command = [sys.executable, "-m", "snakemake", "--profile", "profiles/site", target]
@@ -271,3 +261,60 @@ def test_a_node_lost_mid_run_costs_no_task_and_leaves_nothing_behind(
     print("lost-node timeline:", [(round(t - began, 1), what) for t, what in timeline])
     print("sacct attempts:", attempts)
     print("episodes: reused", execution["reused_from_journal"], "ran", execution["ran"])
+
+
+def site_profile(workdir: Path, backends: dict[str, Any], run_cpus: int = 1) -> None:
+    """A site copy of profiles/slurm for the test cluster: its partition and account, jobs
+    sized to its nodes (a model run with ``run_cpus``), ``backends`` as the graph's."""
+    site = workdir / "profiles" / "site"
+    shutil.copytree(workdir / "profiles" / "slurm", site)
+    profile = yaml.safe_load((site / "config.yaml").read_text())
+    small = {"mem_mb": 500, "runtime": 10, "cpus_per_task": 1}
+    profile["default-resources"].update(slurm_partition=PARTITION, slurm_account=ACCOUNT, **small)
+    runs = {**small, "cpus_per_task": run_cpus}
+    profile.setdefault("set-resources", {}).update(
+        eval_run=runs, gate_masked_run=runs, ablation_run=small
+    )
+    profile["config"]["backends"] = backends
+    # The plugin's first status check waits 40 s by default, sized for busy clusters.
+    profile["slurm-init-seconds-before-status-checks"] = 2
+    (site / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+
+
+def test_the_small_paper_on_three_nodes_equals_the_paper_built_here(
+    slurm_cluster: NodesCluster, small_paper_build: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The whole small paper through profiles/slurm: its jobs spread over the nodes, and
+    every file it builds equals the same paper built on this host (small_paper_build),
+    apart from provenance: where a job ran is no evidence."""
+    workdir = tmp_path / "cluster"
+    small_paper_sources(workdir)
+    small = yaml.safe_load((workdir / "config" / "small.yaml").read_text())
+    written = {**load_default_config()["backends"], **small.get("backends", {})}
+    site_profile(workdir, {**written, "jobs_run_on": "cluster_nodes"})
+    before = {j["JobID"] for j in cluster_jobs(slurm_cluster, 0)}
+    command = [sys.executable, "-m", "snakemake", "paper", "--profile", "profiles/site"]
+    started = time.monotonic()
+    done = subprocess.run(
+        [*command, "--configfile", "config/small.yaml"], cwd=workdir, env=slurm_cluster.env,
+        capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-6000:]
+    jobs = [j for j in cluster_jobs(slurm_cluster, len(before) + 1) if j["JobID"] not in before]
+    nodes = {j["NodeList"] for j in jobs}
+    print(f"small paper on 3 nodes: {time.monotonic() - started:.0f} s, {len(jobs)} jobs on "
+          f"{sorted(nodes)}")  # fmt: skip
+    assert len(nodes & set(NODES)) >= 2 and all(j["State"] == "COMPLETED" for j in jobs)
+    here = small_paper_build[0]
+    compared, differing = 0, []
+    for folder in ("results", "paper/tables", "paper/figures"):
+        for path in sorted((here / folder).rglob("*")):
+            relative = path.relative_to(here)
+            skipped = relative.parts[:2] in {("results", p) for p in ("logs", "journal", "archive")}
+            if path.is_dir() or skipped or relative.name.endswith(".log"):
+                continue
+            compared += 1
+            twin = workdir / relative
+            if not twin.exists() or comparable(path) != comparable(twin):
+                differing.append(str(relative))
+    assert compared > 1000 and differing == [], differing[:20]

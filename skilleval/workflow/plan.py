@@ -18,6 +18,8 @@ from skilleval.env.adapters import adapter_evidence
 from skilleval.runs.inputs import RunInputs
 
 SelectionRule = Literal["top", "bottom", "random"]
+# Backends keys that say where a job runs, not what it computes.
+NOT_EVIDENCE_BACKENDS = ("jobs_run_on",)
 Table = Literal["main", "ranking", "extra"]
 # The pairwise ranking contrasts the paper shows, in table order.
 RANKING_PAIRWISE = ("rank-top-vs-bottom", "rank-top-vs-random", "rank-random-vs-bottom")
@@ -197,9 +199,11 @@ class WorkflowPlan:
         self.ranking = config.ranking
         self.gate = self.ranking.gate
         self.world_dir = config.world.dir
-        # As written in the config: the backends are part of every run's identity.
+        # As written in the config: the backends are part of every run's identity, apart
+        # from where its job runs (this host or a cluster's nodes), which changes no result.
+        written = config.backends.settings()
         self.backends = {
-            **config.backends.settings(),
+            **{k: v for k, v in written.items() if k not in NOT_EVIDENCE_BACKENDS},
             **adapter_evidence(config.backends.environment),
         }
         declared = {name: self._declared(name, spec) for name, spec in config.runs.items()}
