@@ -96,6 +96,7 @@ class NodesCluster(SlurmCluster):
         return super()._start()
 
     def _network(self) -> None:
+        self._remove_network()  # what a killed earlier session may have left
         ip("link", "add", BRIDGE, "type", "bridge")
         ip("addr", "add", f"{self.ctld_address}/24", "dev", BRIDGE)
         ip("link", "set", BRIDGE, "up")
@@ -151,6 +152,9 @@ class NodesCluster(SlurmCluster):
         for node in NODES:
             self.lose(node)
         super().stop()
+        self._remove_network()
+
+    def _remove_network(self) -> None:
         for node in NODES:
             subprocess.run(["ip", "netns", "del", self.namespace(node)], capture_output=True)
         subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
