@@ -6,7 +6,7 @@ FRONT_ROWS = front_rows(PLAN)
 RANKING_ARMS = [arm.run for arm in PLAN.paper_arms]
 # A report says on its front page whether what it shows is current (report/workflow.rst).
 if report_requested(sys.argv):
-    write_report_status(CONFIG, Path.cwd(), config_files(workflow)[1:])
+    write_report_status(CONFIG, Path.cwd(), config_files(workflow)[1:], sys.argv)
 # The contrasts each table shows: each table's causal verdicts are one family (Holm), so
 # neither table waits for the other's runs.
 TABLE_CONTRASTS = {

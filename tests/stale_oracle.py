@@ -117,3 +117,14 @@ def stems(outputs: set[str]) -> set[str]:
 
 RANKED = ("rank-top-4", "rank-bottom-4", "rank-random-4-20260907")
 EVERY_RUN = 20  # 8 evaluation runs and 12 masked Gate A runs of the small world
+
+
+def causes_by_cell(text: str) -> dict[str, list[str]]:
+    """`skilleval stale`'s report read back: each cell with the causes of every job that
+    changes it."""
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        cells, _, causes = line.partition(": ")
+        for cell in cells.split("; ") if causes else []:
+            found.setdefault(cell, []).extend(causes.split("; "))
+    return found

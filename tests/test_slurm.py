@@ -30,7 +30,7 @@ from tests.conftest import (
 from tests.engine_slurm import ACCOUNT, PARTITION, SlurmCluster, free_port
 from tests.engine_slurm_nodes import NODES, NodesCluster
 from tests.test_owned_servers import write_nvidia_smi
-from tests.test_staleness_builds import comparable
+from tests.test_staleness_builds import compare_builds
 
 pytestmark = pytest.mark.slurm
 GPU_RUNS = ("base-free", "base-S0")
@@ -305,16 +305,5 @@ def test_the_small_paper_on_three_nodes_equals_the_paper_built_here(
     print(f"small paper on 3 nodes: {time.monotonic() - started:.0f} s, {len(jobs)} jobs on "
           f"{sorted(nodes)}")  # fmt: skip
     assert len(nodes & set(NODES)) >= 2 and all(j["State"] == "COMPLETED" for j in jobs)
-    here = small_paper_build[0]
-    compared, differing = 0, []
-    for folder in ("results", "paper/tables", "paper/figures"):
-        for path in sorted((here / folder).rglob("*")):
-            relative = path.relative_to(here)
-            skipped = relative.parts[:2] in {("results", p) for p in ("logs", "journal", "archive")}
-            if path.is_dir() or skipped or relative.name.endswith(".log"):
-                continue
-            compared += 1
-            twin = workdir / relative
-            if not twin.exists() or comparable(path) != comparable(twin):
-                differing.append(str(relative))
+    compared, differing = compare_builds(small_paper_build[0], workdir)
     assert compared > 1000 and differing == [], differing[:20]

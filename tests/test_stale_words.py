@@ -9,11 +9,11 @@ from skilleval.workflow.stale import (
     NOT_BUILT,
     REBUILT,
     StaleJob,
-    causes_by_cell,
     explain,
     report,
     root_causes,
 )
+from tests.stale_oracle import causes_by_cell
 
 OUTPUTS = ("paper/tables/main.tex", "paper/tables/main.csv", "paper/tables/main_contrasts.csv")
 

@@ -18,12 +18,12 @@ import pytest
 
 from skilleval.provenance.identity import DIGEST_LENGTH as DIGEST
 from skilleval.report.cells import markdown_tables
-from skilleval.workflow.stale import causes_by_cell
 from tests.conftest import dry_run_outputs, planned, skilleval_cli, snakemake, unfrozen
 from tests.stale_oracle import (
     CONFIG,
     EVERY_RUN,
     MAIN,
+    causes_by_cell,
     edited,
     model_runs,
     stale,

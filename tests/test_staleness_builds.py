@@ -67,23 +67,30 @@ def comparable(path: Path) -> object:
     return [strip(json.loads(line)) for line in lines if line.strip()]
 
 
+def compare_builds(first: Path, second: Path) -> tuple[int, list[str]]:
+    """(files compared, those that differ) between two builds of one graph: every built
+    file under results/ (not logs, journals, archives), paper/tables and paper/figures,
+    apart from provenance."""
+    compared, differing = 0, []
+    for folder in ("results", "paper/tables", "paper/figures"):
+        for path in sorted((first / folder).rglob("*")):
+            relative = path.relative_to(first)
+            skipped = relative.parts[:2] in {("results", p) for p in ("logs", "journal", "archive")}
+            if path.is_dir() or skipped or relative.name.endswith(".log"):
+                continue
+            compared += 1
+            twin = second / relative
+            if not twin.exists() or comparable(path) != comparable(twin):
+                differing.append(str(relative))
+    return compared, differing
+
+
 def test_a_second_build_in_another_directory_is_identical(
     built: Path, resumed_paper_build: tuple[Path, str]
 ) -> None:
     # The second build (conftest.resumed_paper_build) ran one directory deeper, and was
     # interrupted and resumed: neither may show in what it built.
-    other = resumed_paper_build[0]
-    compared, differing = 0, []
-    for folder in ("results", "paper/tables", "paper/figures"):
-        for path in sorted((built / folder).rglob("*")):
-            relative = path.relative_to(built)
-            skipped = relative.parts[:2] in {("results", p) for p in ("logs", "journal", "archive")}
-            if path.is_dir() or skipped or relative.name.endswith(".log"):
-                continue
-            compared += 1
-            twin = other / relative
-            if not twin.exists() or comparable(path) != comparable(twin):
-                differing.append(str(relative))
+    compared, differing = compare_builds(built, resumed_paper_build[0])
     assert compared > 1000 and differing == [], differing[:20]
 
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from skilleval.errors import SkillevalError
-from skilleval.report.cells import find_cell
+from skilleval.report.cells import find_cell, gate_links
 from skilleval.report.chains import read_chain
 from skilleval.workflow.plan import WorkflowPlan, front_rows
 from skilleval.workflow.why import chain
@@ -89,3 +89,18 @@ def test_the_report_links_every_ranking_row_to_a_contrast_with_its_runs(
             plan.contrasts[contrast].control,
         )
     assert set(rows["main"]) == {*plan.contrasts_for("main"), *plan.main_runs}
+
+
+def test_copies_of_a_table_from_two_builds_name_no_record(tables: Path) -> None:
+    """The markdown shows the labels and the CSV holds the ids, row for row: a CSV with a
+    row the markdown lacks would give a label another row's records."""
+    csv = tables / "paper" / "tables" / "main.csv"
+    csv.write_text(csv.read_text() + "final-ST,0.8862\n")
+    with pytest.raises(SkillevalError, match=r"shows 2 rows under 'Runs' but .* holds 3"):
+        find_cell(tables, "main", "base-S0", "Reward")
+
+
+def test_an_unbuilt_gate_fit_is_a_missing_link(tables: Path) -> None:
+    links = gate_links(tables, "draft16")
+    assert links == [("gate betas", "results/gate/draft16/beta.json")]
+    assert [link.status for link in read_chain(tables, links, "draft16-01")] == ["missing"]

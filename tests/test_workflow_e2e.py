@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from skilleval.workflow.stale import causes_by_cell
 from tests.conftest import dry_run_outputs, read_jsonl, skilleval_cli, snakemake, unfrozen
+from tests.stale_oracle import causes_by_cell
 
 pytestmark = pytest.mark.slow
 

@@ -137,6 +137,14 @@ class ConfigSources:
                     return f"{loaded.path}, line {loaded.lines[parts[:depth]]}"
         return ", ".join(loaded.path for loaded in self.files) or "config"
 
+    def merged(self) -> dict[str, Any]:
+        """The files merged as Snakemake merges config files, in their order; the files'
+        own values are left as read."""
+        config: dict[str, Any] = {}
+        for loaded in self.files:
+            merge(config, copy.deepcopy(loaded.data))
+        return config
+
 
 def merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """Snakemake's merge of config files: mappings merged key by key, anything else replaced."""
@@ -158,10 +166,7 @@ def in_declared_order(config: Mapping[str, Any], sources: ConfigSources) -> dict
     default config's first and each overlay's new keys after: Snakemake starts its config
     from the overlays and merges the default into it, so an overlay's keys would lead (and
     its new runs and contrasts head every table). Keys no file declares (--config) follow."""
-    declared: dict[str, Any] = {}
-    for loaded in sources.files:
-        merge(declared, copy.deepcopy(loaded.data))
-    ordered: dict[str, Any] = _ordered(config, declared)
+    ordered: dict[str, Any] = _ordered(config, sources.merged())
     return ordered
 
 
@@ -175,7 +180,4 @@ def _ordered(value: Any, declared: Any) -> Any:
 
 
 def merged_config(configfiles: Iterable[str | Path]) -> dict[str, Any]:
-    config: dict[str, Any] = {}
-    for loaded in config_sources(configfiles).files:
-        merge(config, loaded.data)
-    return config
+    return config_sources(configfiles).merged()

@@ -106,8 +106,16 @@ def find_cell(root: Path, table: str, row: str, column: str | None) -> Cell:
                 f"snakemake -j 4 {paths.table(markdown, 'md')}"
             )
         shown = markdown_tables(md_path.read_text()).get(section, [])
-        ids = csv_rows(root / paths.table(csv_name, "csv"))
-        for index, (cells, record) in enumerate(zip(shown, ids, strict=False)):
+        csv_path = root / paths.table(csv_name, "csv")
+        ids = csv_rows(csv_path) if csv_path.is_file() else []
+        if len(ids) != len(shown):
+            # One writer makes both, row for row: copies that disagree name no record.
+            raise SkillevalError(
+                f"{md_path} shows {len(shown)} rows under {section!r} but {csv_path} holds "
+                f"{len(ids)}: the table's copies are from different builds; rebuild it: "
+                f"snakemake -j 4 {paths.table(markdown, 'md')} -f"
+            )
+        for index, (cells, record) in enumerate(zip(shown, ids, strict=True)):
             keys = {k: v for k, v in record.items() if k in ID_COLUMNS}
             known.append(list(cells.values())[:2])
             if row.casefold() in labels(cells, keys):
@@ -169,6 +177,8 @@ def cell_links(
 def gate_links(root: Path, gate: str) -> list[tuple[str, str]]:
     """A chunk's β: the Gate A fit, its design and the masked runs it was fitted on."""
     beta = paths.fill(paths.GATE_BETA, gate=gate)
+    if not (root / beta).is_file():
+        return [("gate betas", beta)]  # read_chain says it is missing
     masked = json.loads((root / beta).read_text())["inputs"]["masked_runs"]
     runs = [
         (f"masked run {name}", paths.fill(paths.GATE_RUN_SUMMARY, gate=gate, masked=name))

@@ -14,13 +14,24 @@ from skilleval.config.model import Config
 from skilleval.storage import atomic
 from skilleval.workflow.stale import StaleJob, stale_jobs
 
-REPORT_OPTIONS = ("--report", "--report-after-run")
+REPORT = "--report"
+# A report made after the build it ends: its currency is that build's, known only then.
+AFTER_RUN = "--report-after-run"
 TARGET = "paper"
 
 
 def report_requested(argv: Sequence[str]) -> bool:
     """Whether Snakemake was asked for its HTML report."""
-    return any(word.partition("=")[0] in REPORT_OPTIONS for word in argv[1:])
+    return any(word.partition("=")[0] in (REPORT, AFTER_RUN) for word in argv[1:])
+
+
+def profile_of(argv: Sequence[str]) -> str | None:
+    """The --profile the build was given: its config (backends) is part of what is planned."""
+    for index, word in enumerate(argv[1:], 1):
+        option, _, value = word.partition("=")
+        if option == "--profile":
+            return value or (argv[index + 1] if index + 1 < len(argv) else None)
+    return None
 
 
 def status_html(jobs: Sequence[StaleJob], configfiles: Sequence[str]) -> str:
@@ -50,10 +61,21 @@ def status_html(jobs: Sequence[StaleJob], configfiles: Sequence[str]) -> str:
     )
 
 
+AFTER_RUN_HTML = (
+    '<p class="skilleval-status"><b>Made right after a build</b> '
+    f"(<code>{AFTER_RUN}</code>): it shows what that build made; <code>snakemake -n "
+    f"{TARGET}</code> says whether the whole paper is current.</p>"
+)
+
+
 def write_report_status(
-    config: Config, root: Path, configfiles: Sequence[str], profile: str | None = None
-) -> list[StaleJob]:
-    """The dry run's pending jobs, written where report/workflow.rst includes them."""
-    jobs = stale_jobs(config, root, configfiles, [TARGET], profile)
+    config: Config, root: Path, configfiles: Sequence[str], argv: Sequence[str]
+) -> None:
+    """The dry run's pending jobs (under the build's own profile), written where
+    report/workflow.rst includes them; a report made after a run says so instead, as a dry
+    run now would count the jobs that run is about to do."""
+    if any(word.partition("=")[0] == AFTER_RUN for word in argv[1:]):
+        atomic.write_text(root / paths.REPORT_STATUS, AFTER_RUN_HTML)
+        return
+    jobs = stale_jobs(config, root, configfiles, [TARGET], profile_of(argv))
     atomic.write_text(root / paths.REPORT_STATUS, status_html(jobs, configfiles))
-    return jobs

@@ -300,16 +300,6 @@ def report(jobs: list[StaleJob]) -> str:
     )
 
 
-def causes_by_cell(text: str) -> dict[str, list[str]]:
-    """A report read back: each cell with the causes of every job that changes it."""
-    found: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        cells, _, causes = line.partition(": ")
-        for cell in cells.split("; ") if causes else []:
-            found.setdefault(cell, []).extend(causes.split("; "))
-    return found
-
-
 def cost_report(jobs: list[StaleJob]) -> str:
     """The planned model and trainer runs with their expected price, certain ones first."""
     priced = [j for j in jobs if j.cost is not None]
