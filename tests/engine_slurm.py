@@ -229,7 +229,8 @@ AccountingStorageHost=127.0.0.1
 AccountingStoragePort={ports["dbd"]}
 AccountingStorageTRES=gres/gpu
 AccountingStoreFlags=job_comment
-JobAcctGatherType=jobacct_gather/none
+# Each job's CPU seconds for sacct's TotalCPU (benchmarks/bench_cluster_ablation.py).
+JobAcctGatherType=jobacct_gather/linux
 {self.extra_config()}{self.node_config()}"""
         )
         (CONF_DIR / "gres.conf").write_text(f"{MARK}{self.gres_config()}")

@@ -4,6 +4,7 @@ import json
 import shlex
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,9 @@ import pytest
 from skilleval.ablation.audit import audit_run
 from skilleval.ablation.contract import TrainerContract
 from skilleval.ablation.matrix import load_matrix
-from skilleval.ablation.plan import plan
+from skilleval.ablation.plan import PlannedRun, benchmark_defaults, effective_config, plan
 from skilleval.ablation.ratios import ratio_sizes
-from skilleval.ablation.trainer import batch_sizes, build_run, trainer_command
+from skilleval.ablation.trainer import batch_sizes, build_run, train_size_of, trainer_command
 from skilleval.ablation.trainer_check import trainer_check
 from skilleval.config.matrix import Matrix
 from skilleval.errors import ConfigError
@@ -239,27 +240,28 @@ sizes = [min(step, train - i * step) for i in range(math.ceil(train / step))]
 """
 
 
-def stand_in_checkout(root: Path, matrix: Matrix, bench: str) -> None:
-    """A trainer checkout: the stand-in script, the benchmark's default config (nested),
-    and the default split with the benchmark's train size."""
-    from skilleval.ablation.plan import benchmark_defaults
-
-    (root / "scripts").mkdir(parents=True)
+def stand_in_checkout(root: Path, matrix: Matrix, runs: Iterable[PlannedRun]) -> None:
+    """A trainer checkout for ``runs``: the stand-in script, each benchmark's default
+    config (nested), and every split folder a run reads, with its train size."""
+    (root / "scripts").mkdir(parents=True, exist_ok=True)
     (root / "scripts" / "train.py").write_text(STAND_IN_TRAINER)
-    nested: dict[str, Any] = {}
-    for key, value in benchmark_defaults(matrix, bench).items():
-        node = nested
-        *parents, leaf = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    config = root / matrix.benchmarks[bench].config
-    config.parent.mkdir(parents=True)
-    config.write_text(json.dumps(nested))
-    split = root / nested["env"]["split_dir"]
-    split.mkdir(parents=True)
-    train = matrix.benchmarks[bench].sizes.train
-    (split / "train.jsonl").write_text("{}\n" * train)
+    for run in runs:
+        bench = matrix.benchmarks[run.benchmark]
+        defaults = root / bench.config
+        if not defaults.exists():
+            nested: dict[str, Any] = {}
+            for key, value in benchmark_defaults(matrix, run.benchmark).items():
+                node = nested
+                *parents, leaf = key.split(".")
+                for part in parents:
+                    node = node.setdefault(part, {})
+                node[leaf] = value
+            defaults.parent.mkdir(parents=True, exist_ok=True)
+            defaults.write_text(json.dumps(nested))
+        config = effective_config(run, matrix)
+        split = root / config["env.split_dir"]
+        split.mkdir(parents=True, exist_ok=True)
+        (split / "train.jsonl").write_text("{}\n" * train_size_of(config, bench))
 
 
 def command_trainer(tmp_path: Path, bench: str, monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -267,7 +269,7 @@ def command_trainer(tmp_path: Path, bench: str, monkeypatch: pytest.MonkeyPatch)
     ``tmp_path`` (where the runs' relative out_roots land)."""
     checkout = tmp_path / "trainer"
     matrix = with_trainer(MATRIX, kind="command", python=sys.executable, root=str(checkout))
-    stand_in_checkout(checkout, matrix, bench)
+    stand_in_checkout(checkout, matrix, (r for r in plan(matrix) if r.benchmark == bench))
     monkeypatch.chdir(tmp_path)
     return matrix
 

@@ -30,6 +30,9 @@ BENCHMARKS = {
         "jobs that got GPU 0: 0",
     ),
 }
+# Benchmarks that drive the SLURM test cluster: tests/test_slurm.py runs them at their tiny
+# size on the session's cluster, as a second cluster cannot start beside it.
+ON_THE_CLUSTER = {"bench_cluster_ablation.py": ((), "jobs per minute")}
 # Scripts under benchmarks/ that are parts of a benchmark, run by its workflow.
 PARTS = {"gpu_leases/no_lease.py": "a job of the lease probe (tests/test_gpu.py runs it)"}
 SCRIPTS = sorted(
@@ -38,15 +41,22 @@ SCRIPTS = sorted(
 
 
 def test_every_benchmark_is_listed() -> None:
-    assert sorted([*BENCHMARKS, *PARTS]) == SCRIPTS
+    assert sorted([*BENCHMARKS, *ON_THE_CLUSTER, *PARTS]) == SCRIPTS
 
 
 @pytest.mark.parametrize("script", sorted(BENCHMARKS))
 def test_benchmark_runs_tiny(script: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    args, prints = BENCHMARKS[script]
-    env = {**os.environ, "SKILLEVAL_BENCH_SIZE": "tiny", "TMPDIR": str(tmp_path)}
+    env = dict(os.environ)
     if script in ("bench_dry_run.py", "bench_eval_graph.py"):  # the session's build serves
         env["SKILLEVAL_BENCH_BUILT_GRAPH"] = str(request.getfixturevalue("small_paper_build")[0])
+    run_tiny(script, *BENCHMARKS[script], env, tmp_path)
+
+
+def run_tiny(
+    script: str, args: tuple[str, ...], prints: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``script`` at its tiny size: it exits 0 and gets as far as its figures."""
+    env = {**env, "SKILLEVAL_BENCH_SIZE": "tiny", "TMPDIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / script), *args],
         cwd=REPO,
@@ -57,3 +67,4 @@ def test_benchmark_runs_tiny(script: str, tmp_path: Path, request: pytest.Fixtur
     )
     assert done.returncode == 0, f"{script} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert prints in done.stdout, f"{script} printed:\n{done.stdout[-3000:]}"
+    print(done.stdout[-3000:])

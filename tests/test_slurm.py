@@ -29,6 +29,7 @@ from tests.conftest import (
 )
 from tests.engine_slurm import ACCOUNT, PARTITION, SlurmCluster, free_port
 from tests.engine_slurm_nodes import NODES, NodesCluster
+from tests.test_benchmarks import ON_THE_CLUSTER, run_tiny
 from tests.test_owned_servers import write_nvidia_smi
 from tests.test_staleness_builds import compare_builds
 
@@ -307,3 +308,11 @@ def test_the_small_paper_on_three_nodes_equals_the_paper_built_here(
     assert len(nodes & set(NODES)) >= 2 and all(j["State"] == "COMPLETED" for j in jobs)
     compared, differing = compare_builds(small_paper_build[0], workdir)
     assert compared > 1000 and differing == [], differing[:20]
+
+
+@pytest.mark.parametrize("script", sorted(ON_THE_CLUSTER))
+def test_a_cluster_benchmark_runs_tiny_on_the_session_s_cluster(
+    script: str, slurm_cluster: NodesCluster, tmp_path: Path
+) -> None:
+    env = {**slurm_cluster.env, "SKILLEVAL_BENCH_CLUSTER": "running"}
+    run_tiny(script, *ON_THE_CLUSTER[script], env, tmp_path)
