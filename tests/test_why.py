@@ -104,3 +104,30 @@ def test_an_unbuilt_gate_fit_is_a_missing_link(tables: Path) -> None:
     links = gate_links(tables, "draft16")
     assert links == [("gate betas", "results/gate/draft16/beta.json")]
     assert [link.status for link in read_chain(tables, links, "draft16-01")] == ["missing"]
+
+
+RANKING_MD = """## Ranking arms
+
+| Arm | Reward | Δ vs free | p_Holm |
+|:---|---:|---:|---:|
+| Bottom-4 | 0.4104 | -0.0875 | 0.001 |
+| Top-4 | 0.5042 | +0.0062 | 0.772 |
+"""
+
+
+def test_a_ranking_arm_is_linked_by_its_run_not_its_row_position(
+    plan: WorkflowPlan, tables: Path
+) -> None:
+    """Bottom-4 in the first row (a table laid out otherwise than the plan's order) still
+    names rank-bottom-vs-free; an arm the config's paper has not names no record."""
+    folder = tables / "paper" / "tables"
+    (folder / "ranking.md").write_text(RANKING_MD)
+    (folder / "ranking.csv").write_text("arm,reward\nrank-bottom-4,0.4104\nrank-top-4,0.5042\n")
+    links = chain(plan, tables, find_cell(tables, "ranking", "Bottom-4", "p_Holm"))
+    contrasts = [path for what, path in links if what == "contrast"]
+    assert contrasts == ["results/contrasts/rank-bottom-vs-free.json"]
+    assert [p for what, p in chain(plan, tables, find_cell(tables, "ranking", "Top-4", "Reward"))
+            ] == ["results/runs/rank-top-4/summary.json"]  # fmt: skip
+    (folder / "ranking.csv").write_text("arm,reward\nrank-other-4,0.4104\nrank-top-4,0.5042\n")
+    with pytest.raises(SkillevalError, match=r"'rank-other-4', which is not an arm .*rebuild"):
+        chain(plan, tables, find_cell(tables, "ranking", "Bottom-4", "p_Holm"))

@@ -141,17 +141,29 @@ def find_cell(root: Path, table: str, row: str, column: str | None) -> Cell:
 ID_COLUMNS = ("run", "contrast", "arm", "chunk", "run_id", "benchmark", "setting")
 
 
+def arm_contrast(cell: Cell, arm_contrasts: dict[str, str]) -> str:
+    """The contrast against free of the ranking arm in ``cell``, by the arm's run: a table
+    whose arm the config's paper has not (built from another config) names no record."""
+    arm = cell.ids["arm"]
+    if arm not in arm_contrasts:
+        raise SkillevalError(
+            f"{paths.table('ranking', 'csv')} shows arm {arm!r}, which is not an arm of the "
+            f"config's paper ({', '.join(arm_contrasts)}): the table was built from another "
+            f"config; rebuild it: snakemake -j 4 {paths.table('ranking', 'md')}"
+        )
+    return arm_contrasts[arm]
+
+
 def cell_links(
     root: Path,
     cell: Cell,
-    ranking_vs_free: list[str],
+    arm_contrasts: dict[str, str],
     pairs: dict[str, tuple[str, str]],
     gate: str,
 ) -> list[tuple[str, str]]:
-    """(what, path) of the records behind ``cell``. ``ranking_vs_free``: the ranking arms'
-    contrasts against the free run, in the table's order; ``pairs``: each contrast's
-    (treatment, control), and ``gate`` the Gate A whose betas rank the chunks, from the
-    plan."""
+    """(what, path) of the records behind ``cell``. ``arm_contrasts``: each ranking arm's
+    run -> its contrast against the free run; ``pairs``: each contrast's (treatment,
+    control), and ``gate`` the Gate A whose betas rank the chunks, from the plan."""
     ids = cell.ids
     if "contrast" in ids:
         links = contrast_links(ids["contrast"], *pairs[ids["contrast"]])
@@ -160,7 +172,7 @@ def cell_links(
             links.insert(0, ("verdict family", paths.fill(paths.VERDICT_FAMILY, table=family)))
         return links
     if "arm" in ids:
-        contrast = ranking_vs_free[cell.index]
+        contrast = arm_contrast(cell, arm_contrasts)
         if cell.column in (None, "Reward", "r_success"):
             return [run_link(ids["arm"])]
         links = contrast_links(contrast, *pairs[contrast])

@@ -299,6 +299,11 @@ class WorkflowPlan:
         random = [f"rank-random{'' if s == seeds[0] else f'-{s}'}-vs-free" for s in seeds]
         return ["rank-top-vs-free", *random, "rank-bottom-vs-free"]
 
+    def arm_contrasts(self) -> dict[str, str]:
+        """Each paper arm's run -> its contrast against free."""
+        arms = zip(self.paper_arms, self.ranking_vs_free(), strict=True)
+        return {arm.run: contrast for arm, contrast in arms}
+
     # resolving a run ---------------------------------------------------------
 
     def run_inputs(self, plan: RunPlan) -> RunInputs:

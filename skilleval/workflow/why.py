@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from skilleval.config.model import Config
-from skilleval.report.cells import SECTIONS, Cell, cell_links, find_cell
+from skilleval.report.cells import SECTIONS, Cell, arm_contrast, cell_links, find_cell
 from skilleval.report.chains import Link, read_chain
 from skilleval.workflow.plan import WorkflowPlan
 from skilleval.workflow.stale import stale_jobs
@@ -31,7 +31,7 @@ TABLES = (*SECTIONS, "ablation_<benchmark>")
 def chain(plan: WorkflowPlan, root: Path, cell: Cell) -> list[tuple[str, str]]:
     """(what, path) of every record behind ``cell``."""
     pairs = {name: (c.treatment, c.control) for name, c in plan.contrasts.items()}
-    return cell_links(root, cell, plan.ranking_vs_free(), pairs, plan.gate)
+    return cell_links(root, cell, plan.arm_contrasts(), pairs, plan.gate)
 
 
 def why(
@@ -49,7 +49,7 @@ def why(
     plan = WorkflowPlan(config)
     # The name the records know the row by: a chunk's id, a contrast's (an arm's against
     # the free run), a run's.
-    arm = plan.ranking_vs_free()[cell.index] if "arm" in cell.ids else None
+    arm = arm_contrast(cell, plan.arm_contrasts()) if "arm" in cell.ids else None
     key = cell.ids.get("chunk") or arm or cell.ids.get("contrast") or row
     links = read_chain(root, chain(plan, root, cell), key)
     present = [link.path for link in links if link.status != "missing"]
