@@ -206,6 +206,21 @@ def queue_line(build: Build) -> str:
     )
 
 
+def cpu_line(build: Build) -> str:
+    # A job whose CPU sacct has not recorded (no job accounting) is left out, not a zero.
+    recorded = [cpu for cpu in build.job_cpu_s if cpu > 0]
+    cpu = (
+        f"{statistics.median(recorded):.2f} s (median of {len(recorded)})"
+        if recorded
+        else "not recorded (the cluster gathers no job accounting)"
+    )
+    return (
+        f"{'':<20} CPU of a job on its node (sacct TotalCPU, its Snakemake job step and "
+        f"trainer): {cpu}; the nodes share this host's {os.cpu_count()} cores, so a job's "
+        "wall also counts its wait for one"
+    )
+
+
 def main() -> None:
     running = os.environ.get("SKILLEVAL_BENCH_CLUSTER") == "running"
     reason = None if running else missing_engine()
@@ -229,11 +244,7 @@ def main() -> None:
             cluster.stop()
     print(there.line("on 3 nodes", jobs))
     print(queue_line(there))
-    print(
-        f"{'':<20} CPU of a job on its node (sacct TotalCPU, its Snakemake job step and "
-        f"trainer): {statistics.median(there.job_cpu_s):.2f} s (median); the nodes share "
-        f"this host's {os.cpu_count()} cores, so a job's wall also counts its wait for one"
-    )
+    print(cpu_line(there))
     print(
         "Snakemake's own overhead per job (its seconds outside the trainer): "
         f"here {here.outside_trainer_s:.2f} s, on the cluster {there.outside_trainer_s:.2f} s"
