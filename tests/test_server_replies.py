@@ -50,12 +50,14 @@ def env_url(small_world: Path) -> Iterator[str]:
         yield url
 
 
-def against(world: Path, model_url: str, env: str, budget_s: float = 60) -> RunInputs:
+def against(
+    world: Path, model_url: str, env: str, budget_s: float = 60, timeout_s: float = 0.5
+) -> RunInputs:
     inputs = run_inputs(world, "base-free")
     protocol = protocol_values(inputs)
     protocol["model_server"]["identity"] = "trust"
     execution = protocol["execution"]
-    execution["model_server"].update(base_url=model_url, request_timeout_s=0.5)
+    execution["model_server"].update(base_url=model_url, request_timeout_s=timeout_s)
     execution["environment"]["url"] = env
     execution["outage_budget_s"] = budget_s
     backends = {"policy": "openai", "environment": "http", "model_server": "external"}
@@ -249,10 +251,12 @@ def test_a_malformed_tool_call_s_raw_text_is_in_the_transcript(
 def test_requests_re_sent_after_their_timeout_are_counted_and_fail_the_verdict_check(
     small_world: Path, env_url: str, tmp_path: Path
 ) -> None:
-    """Three chat requests take longer than the client's 0.5 s: each is sent again, a new
-    sample; the run says how many, per episode and in all, and a contrast's check fails."""
-    server = FakeModels(["m"], delay_s=1.0, answers=True, slow_posts=3)
-    inputs = against(small_world, server.url, env_url)
+    """Three chat requests take longer than the client waits: each is sent again, a new
+    sample; the run says how many, per episode and in all, and a contrast's check fails.
+    The client waits 3 s, not the other tests' 0.5 s: on a loaded 2-core host an instant
+    reply took longer than 0.5 s, and its re-send was counted with the planted three."""
+    server = FakeModels(["m"], delay_s=6.0, answers=True, slow_posts=3)
+    inputs = against(small_world, server.url, env_url, timeout_s=3.0)
     out = [str(tmp_path / "r.jsonl"), str(tmp_path / "s.json"), str(tmp_path / "journal")]
     summary = evaluate(inputs, *out)
     server.close()
