@@ -18,20 +18,28 @@ from skilleval.storage import atomic
 
 # Snakemake's report narrows the landing page to 32rem, centres it vertically (so a tall
 # page loses its top) and strips table borders (Tailwind); these rules undo that for the
-# fragment only and the containers that hold it (through :has).
+# fragment only and the containers that hold it (through :has), so that it takes the width
+# the window has. A table keeps its own width: the figure sits beside it where both fit and
+# goes under it where not, and a table wider than the page scrolls inside its own box.
+# Captions take no width of their own (contain: inline-size), so the table sets the panel's.
 FRONT_STYLE = """<style>
-.prose.max-w-lg:has(.skilleval-front) { max-width: 72rem; padding: 1rem; }
+.prose.max-w-lg:has(.skilleval-front) { max-width: none; padding: 1rem; }
+ul:has(.skilleval-front) { flex: 1 1 auto; min-width: 0; }
 .items-center:has(.skilleval-front) { align-items: flex-start; }
-.skilleval-front .panels {
-  display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1.5rem;
-}
+.skilleval-front .panels { display: flex; flex-wrap: wrap; gap: 0 2rem; align-items: flex-start; }
+.skilleval-front .panels > .table-panel { flex: 0 1 auto; min-width: 0; }
+.skilleval-front .panels > .figure-panel { flex: 1 1 24rem; min-width: 0; max-width: 56rem; }
+.skilleval-front .panels p { contain: inline-size; }
+.skilleval-front .scrolls { max-width: 100%; overflow-x: auto; }
 .skilleval-front h2 { margin-top: 0.5rem; }
 .skilleval-front h3 { margin: 0.5rem 0 0.2rem; }
-.skilleval-front table { border-collapse: collapse; font-size: 0.72rem; margin: 0.3rem 0; }
+.skilleval-front table {
+  border-collapse: collapse; font-size: 0.72rem; margin: 0.3rem 0; width: auto;
+}
 .skilleval-front th, .skilleval-front td { border: 1px solid #ccc; padding: 1px 4px; }
 .skilleval-front img { max-width: 100%; }
 .skilleval-front .notice { border-left: 4px solid #d97706; padding-left: 0.5rem; }
-.skilleval-front details { font-size: 0.72rem; margin: 0.2rem 0; }
+.skilleval-front details { font-size: 0.72rem; margin: 0.2rem 0; overflow-x: auto; }
 .skilleval-front details th { text-align: left; font-weight: normal; color: #555; }
 </style>"""
 
@@ -92,18 +100,22 @@ def front_page(
     if notice:
         parts.append(f'<p class="notice">{html.escape(notice)}</p>')
     parts += [
-        '<div class="panels"><div>',
+        '<div class="panels"><div class="table-panel">',
         "<h2>Table 1: the main table</h2>",
         f"<p>{html.escape(table_caption)}</p>",
-        table_html,
-        "</div><div>",
+        f'<div class="scrolls">{table_html}</div>',
+        '</div><div class="figure-panel">',
         "<h2>Figure 1: the contrasts</h2>",
         f'<img alt="forest plot of the contrasts" src="data:image/png;base64,{figure}">',
         f"<p>{html.escape(figure_caption)}</p>",
         "</div></div>",
     ]
     if ranking[0]:
-        parts += ["<h2>Table 2: the ranking</h2>", f"<p>{html.escape(ranking[1])}</p>", ranking[0]]
+        parts += [
+            "<h2>Table 2: the ranking</h2>",
+            f"<p>{html.escape(ranking[1])}</p>",
+            f'<div class="scrolls">{ranking[0]}</div>',
+        ]
     parts += [chains, "</div>"]
     return "\n".join(parts) + "\n"
 
