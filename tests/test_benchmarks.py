@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS = {
     "bench_bootstrap.py": ((), "5 contrasts x 200 resamples x 40 tasks"),
     "bench_checkpoint_diff.py": ((), "cpu: peak RSS"),
-    "bench_coverage_study.py": ((), "mean over quantities, BCa:"),
+    "bench_coverage_study.py": ((), "chosen interval method:"),
     "bench_dry_run.py": ((), "ratio:"),
     "bench_eval_graph.py": ((), "no-op 'snakemake -n paper'"),
     "bench_gpu_phase.py": ((), "GPU 0 leased: False"),

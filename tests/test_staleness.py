@@ -148,6 +148,25 @@ def test_n_resamples_makes_contrasts_verdicts_and_tables_stale(built: Path) -> N
     assert causes_by_cell(why)["Table main, s0-gain"] == ["statistics.n_resamples 1000 -> 500"]
 
 
+def test_the_interval_method_plans_contrasts_verdicts_and_tables_and_no_run(built: Path) -> None:
+    """Changing statistics.method (docs/statistics.md) re-computes no evaluation run."""
+    config = built / "config" / "config.yaml"
+    shipped = re.search(r"^  method: (\w+)$", config.read_text(), re.MULTILINE)
+    assert shipped is not None
+    other = "BCa" if shipped[1] != "BCa" else "t"
+    with edited(config, lambda t: t.replace(shipped[0], f"  method: {other}")):
+        jobs = stale(built, "paper")
+    assert set(jobs) == {
+        "contrast",
+        "verdict",
+        "paper_main_table",
+        "paper_forest_plot",
+        "report_front",
+        "paper_ranking_table",
+        "paper_verdict_family",
+    }
+
+
 def test_a_contrast_description_makes_only_the_main_table_stale(built: Path) -> None:
     config = built / "config" / "config.yaml"
     with edited(config, lambda t: t.replace("Cold-start skill gain", "Gain of S0 at cold start")):

@@ -58,9 +58,9 @@ def verdict_family(verdicts: Mapping[str, Verdict], level: float) -> dict[str, A
             for name, verdict in members.items()
         ],
         "excluded": excluded,
-        "note": f"{len(members)} causal verdicts of one table in one family; p: two-sided paired "
-        f"bootstrap p-value of each contrast; p_holm: Holm-adjusted, so a verdict whose "
-        f"p_holm < {level:g} holds at family-wise error {level:.0%}",
+        "note": f"{len(members)} causal verdicts of one table in one family; p: two-sided "
+        f"p-value of each contrast (its interval method's); p_holm: Holm-adjusted, so a "
+        f"verdict whose p_holm < {level:g} holds at family-wise error {level:.0%}",
     }
 
 

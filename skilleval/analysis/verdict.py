@@ -30,6 +30,7 @@ def verdict_of(contrast: dict[str, Any]) -> dict[str, Any]:
         "ci_low",
         "ci_high",
         "confidence",
+        "method",
         "p_value",
     )
     return {

@@ -10,7 +10,7 @@ what params and identities hash.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -99,11 +99,23 @@ class Ablation(Section):
     matrix: str
 
 
+# The paired intervals a contrast can report (analysis/bootstrap.py computes each).
+IntervalMethod = Literal["percentile", "BCa", "studentized", "t"]
+INTERVAL_METHODS: tuple[IntervalMethod, ...] = get_args(IntervalMethod)
+# How tables and captions name each ("its 95% percentile bootstrap interval").
+INTERVAL_NAMES: dict[str, str] = {
+    "percentile": "percentile bootstrap",
+    "BCa": "BCa bootstrap",
+    "studentized": "bootstrap-t",
+    "t": "t",
+}
+
+
 class Statistics(Section):
     n_resamples: int
     confidence: Number
     seed: int
-    method: Literal["percentile", "BCa"]
+    method: IntervalMethod
 
 
 class Config(Section):

@@ -57,6 +57,7 @@ class Verdict(Record):
     reason: str
     checks: list[Check]
     p_value: float | None = None
+    method: str | None = None
 
 
 class VerdictFamily(Record):

@@ -18,6 +18,7 @@ from skilleval.report.tables import (
     contrast_section,
     family_caption,
     fmt_p,
+    interval_name,
     noted_rows,
     percent,
     verdict_row,
@@ -60,6 +61,7 @@ def ranking_frames(
                 "split": s.split,
                 "free": v.control,
                 "confidence": v.confidence,
+                "method": v.method,
             }
         )
     contrasts = [
@@ -77,6 +79,7 @@ PAIRWISE_COLUMNS = (
     "ci_low",
     "ci_high",
     "confidence",
+    "method",
     "p_value",
     "verdict",
     "note",
@@ -210,6 +213,7 @@ def render_ranking_table(
             k=int(arms[0]["k"]),
             free=latex_escape(first["free"]),
             confidence=percent(first["confidence"]),
+            interval=interval_name(pd.concat([frame, contrasts])),
             family=family_caption(family),
             simulated=caption_of(notice),
             drawn_with=drawn_with,
@@ -232,12 +236,12 @@ def render_ranking_table(
 # The ranking table's CSVs: numbers in columns of their own.
 ARM_DATA = (
     "arm", "bank", "selection", "split", "n_tasks", "reward", "r_success", "coverage", "free",
-    "delta_vs_free", "ci_low", "ci_high", "confidence", "p_holm", "verdict", "note",
+    "delta_vs_free", "ci_low", "ci_high", "confidence", "method", "p_holm", "verdict", "note",
 )  # fmt: skip
 ARM_UNITS = (
     "reward, r_success: mean per task, in [0, 1]; delta_vs_free: mean task-aligned "
-    "difference of reward against the free run, ci_low, ci_high its paired bootstrap "
-    "interval; p_holm: Holm-adjusted over the table's causal verdicts"
+    "difference of reward against the free run, ci_low, ci_high its paired interval "
+    "by the method named; p_holm: Holm-adjusted over the table's causal verdicts"
 )
 
 

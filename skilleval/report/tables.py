@@ -13,6 +13,7 @@ import pandas as pd
 
 from skilleval import paths
 from skilleval.analysis.family import holm_cell
+from skilleval.config.model import INTERVAL_NAMES
 from skilleval.records.analysis import Verdict, VerdictFamily
 from skilleval.records.runs import RunSummary
 from skilleval.report.latex import environment, fmt_ci, latex_escape, signed
@@ -32,6 +33,7 @@ def verdict_row(name: str, verdict: Verdict, description: str = "") -> dict[str,
         "ci_low": verdict.ci_low,
         "ci_high": verdict.ci_high,
         "confidence": verdict.confidence,
+        "method": verdict.method,
         "verdict": verdict.verdict,
         "p_value": verdict.p_value,
         "note": verdict.reason if verdict.verdict == "invalid" else "",
@@ -107,7 +109,7 @@ def family_caption(family: VerdictFamily) -> str:
     """The caption sentence that says what the Holm column is, in LaTeX."""
     level = family.family_wise_level
     return (
-        r" $p_\mathrm{Holm}$: the contrast's two-sided bootstrap p-value, Holm-adjusted over "
+        r" $p_\mathrm{Holm}$: the contrast's two-sided p-value, Holm-adjusted over "
         rf"the {len(family.members)} causal verdicts of this table; a verdict with "
         rf"$p_\mathrm{{Holm}} < {level:g}$ holds at family-wise error "
         rf"{level:.0%}".replace("%", r"\%")
@@ -167,6 +169,12 @@ def percent(confidence: float) -> str:
     return f"{confidence:.0%}".replace("%", r"\%")
 
 
+def interval_name(contrasts: pd.DataFrame) -> str:
+    """The interval method of a table's contrasts, as its caption names it."""
+    methods = contrasts["method"].dropna().unique() if "method" in contrasts else []
+    return "/".join(INTERVAL_NAMES.get(m, m) for m in sorted(methods)) or "paired"
+
+
 def render_main_table(
     summaries: Mapping[str, str],
     verdicts: Mapping[str, str],
@@ -192,6 +200,7 @@ def render_main_table(
             protocol=latex_escape(", ".join(runs["protocol"].unique())),
             prompt=latex_escape(", ".join(runs["prompt"].unique())),
             confidence=percent(contrasts["confidence"].iloc[0]) if len(contrasts) else "",
+            interval=interval_name(contrasts),
             family=family_caption(family),
             simulated=caption_of(notice),
             runs=run_cells,
@@ -248,12 +257,13 @@ def run_data_columns(runs: pd.DataFrame) -> list[str]:
 
 CONTRAST_DATA = (
     "contrast", "treatment", "control", "estimate", "ci_low", "ci_high", "confidence",
-    "p_value", "p_holm", "verdict", "note",
+    "method", "p_value", "p_holm", "verdict", "note",
 )  # fmt: skip
 CONTRAST_UNITS = (
     "estimate: mean task-aligned difference of reward, treatment - control; ci_low, ci_high: "
-    "its paired bootstrap interval at the given confidence; p_value: two-sided bootstrap "
-    "p; p_holm: Holm-adjusted over the table's causal verdicts (empty outside the family)"
+    "its paired interval at the given confidence, by the method named (percentile, BCa, "
+    "studentized: bootstrap-t, t: paired t); p_value: two-sided p of that method; p_holm: "
+    "Holm-adjusted over the table's causal verdicts (empty outside the family)"
 )
 
 

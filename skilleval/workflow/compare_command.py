@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from skilleval.config.model import INTERVAL_METHODS
+
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from skilleval.analysis.contrast import RunRecords, compare
@@ -62,6 +64,6 @@ def add_compare_command(sub: Any) -> None:
         "--seed", type=int, default=20260830, help="seed of numpy.random.default_rng"
     )
     compare.add_argument(
-        "--method", choices=["percentile", "BCa"], default="percentile", help="interval"
+        "--method", choices=INTERVAL_METHODS, default="percentile", help="interval"
     )
     compare.set_defaults(func=cmd_compare)
