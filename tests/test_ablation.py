@@ -15,7 +15,13 @@ from skilleval.ablation.contract import TrainerContract
 from skilleval.ablation.matrix import load_matrix
 from skilleval.ablation.plan import PlannedRun, benchmark_defaults, effective_config, plan
 from skilleval.ablation.ratios import ratio_sizes
-from skilleval.ablation.trainer import batch_sizes, build_run, train_size_of, trainer_command
+from skilleval.ablation.trainer import (
+    batch_sizes,
+    build_run,
+    launch_files,
+    train_size_of,
+    trainer_command,
+)
 from skilleval.ablation.trainer_check import trainer_check
 from skilleval.config.matrix import Matrix
 from skilleval.errors import ConfigError
@@ -209,7 +215,7 @@ def test_second_writer_of_one_out_root_is_refused(
 # the model, split, reasoning effort, train size and batch sizes, and summary.json. It
 # reads its defaults from the benchmark config and its train size from the split.
 STAND_IN_TRAINER = r"""
-import json, math, os, pathlib, sys, yaml
+import datetime, json, math, os, pathlib, sys, yaml
 config_file = sys.argv[sys.argv.index("--config") + 1]
 config = json.loads(pathlib.Path(config_file).read_text())
 for arg in sys.argv[sys.argv.index("--config") + 2 :]:
@@ -223,13 +229,15 @@ drift = os.environ.get("STAND_IN_DRIFT")
 if drift:
     section, leaf = drift.split(".")
     config.setdefault(section, {})[leaf] = True
+if os.environ.get("STAND_IN_CRASH"):  # a crash the trainer survives, on stderr only
+    print("Traceback (most recent call last):\nRuntimeError: CUDA error", file=sys.stderr)
 root = pathlib.Path(config["env"]["out_root"])
 train = sum(1 for _ in open(pathlib.Path(config["env"]["split_dir"]) / "train.jsonl"))
 step = config["train"]["batch_size"] * config["train"]["accumulation"]
 sizes = [min(step, train - i * step) for i in range(math.ceil(train / step))]
 (root / "config.json").write_text(json.dumps(config))
 (root / "train.log").write_text(
-    f"started_at=2026-06-01T00:00:00+00:00\n"
+    f"started_at={datetime.datetime.now(datetime.UTC).isoformat()}\n"
     f"model.student={config['model']['student']} reasoning={config['model']['reasoning_effort']}\n"
     f"split_dir={config['env']['split_dir']}\ntrain_size={train}\nbatch_sizes={sizes}\n"
 )
@@ -375,9 +383,16 @@ def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_reco
     matrix = command_trainer(tmp_path, "livemathematicianbench", monkeypatch)
     fix = next(f for f in matrix.invalid_rules.fixes if "livemathematicianbench" in f.benchmarks)
     run = runs_by_id(matrix)["LR-livemathematicianbench-8"]
-    build_run(run, matrix, run.summary_path)
+    summary = build_run(run, matrix, run.summary_path)
+    launched = summary["provenance"]["started_at"]
     log = Path(run.out_root) / "train.log"
-    for stamp, late in (("2026-01-01T00:00:00+00:00", True), ("2026-12-01T00:00:00+00:00", False)):
+    # Before the fix; before this launch (an earlier run's log left in the out_root); as
+    # the trainer itself wrote it.
+    for stamp, wrong in (
+        ("2026-01-01T00:00:00+00:00", f"before fix(es) ['{fix.name}']"),
+        ("2026-05-01T00:00:00+00:00", f"before the workflow launched it at {launched}"),
+        (launched, None),
+    ):
         text = log.read_text().splitlines()
         log.write_text("\n".join([f"started_at={stamp}", *text[1:]]) + "\n")
         check = next(
@@ -385,8 +400,52 @@ def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_reco
             for c in audit_run(run, matrix, run.summary_path)["checks"]
             if c["name"] == "started_after_fixes"
         )
-        assert check["passed"] is (not late), check
-        assert (fix.name in check["detail"]) is late
+        assert check["passed"] is (wrong is None), check
+        assert wrong is None or wrong in check["detail"]
+
+
+def test_a_crash_the_trainer_printed_only_on_stderr_makes_the_run_invalid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trainer exits 0 after a Traceback on stderr; its declared log says nothing of it."""
+    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
+    run = runs_by_id(matrix)["LR-docvqa-8"]
+    monkeypatch.setenv("STAND_IN_CRASH", "1")
+    build_run(run, matrix, run.summary_path)
+    assert "Traceback" not in (Path(run.out_root) / "train.log").read_text()
+    audit = audit_run(run, matrix, run.summary_path)
+    assert not audit["valid"]
+    crash = next(r for r in audit["reasons"] if r.startswith("no_crash:"))
+    printed = launch_files(Path(run.out_root))[1]
+    assert f"found 'Traceback (most recent call last)' in {printed}" in crash
+
+
+def test_a_truncated_yaml_config_is_named_as_truncated_by_the_audit_and_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut mid-line, a YAML file still parses; its lost keys must not be the reason given."""
+    import yaml
+
+    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
+    run = runs_by_id(matrix)["LR-docvqa-8"]
+    build_run(run, matrix, run.summary_path)
+    out_root = Path(run.out_root).resolve()
+    whole = yaml.safe_dump(json.loads((out_root / "config.json").read_text()))
+    # Cut inside the batch size's value: 40 would read as 4, the rest of the keys lost.
+    cut = whole[: whole.index("\n  batch_size: ") + len("\n  batch_size: ") + 1]
+    assert yaml.safe_load(cut)["train"]["batch_size"] == 4  # it parses, and lies
+    (out_root / "hparams.yaml").write_text(cut)
+    lab = with_trainer(matrix, contract={"config_file": "hparams.yaml"})
+    audit = audit_run(run, lab, run.summary_path)
+    assert not audit["valid"]
+    assert audit["reasons"] == [audit["reasons"][0]]  # one reason: the truncation
+    assert audit["reasons"][0].startswith(f"trainer_output_readable: {run.out_root}/hparams.yaml")
+    assert "hparams.yaml: truncated: it ends in the middle of line" in audit["reasons"][0]
+    checked = trainer_check_cli(out_root, lab, tmp_path)
+    assert checked.returncode == 1
+    assert "hparams.yaml: truncated: it ends in the middle of line" in checked.stdout
+    (out_root / "hparams.yaml").write_text(whole)
+    assert audit_run(run, lab, run.summary_path)["valid"]
 
 
 def test_bad_matrix_is_refused_with_the_key() -> None:

@@ -305,6 +305,12 @@ CASES: dict[str, Case] = {
         MATRIX, setter("groups/lr/section", "9.9"), "groups.lr.section"
     ),
     "unknown trainer kind": Case(MATRIX, setter("trainer/kind", "gpu"), "trainer.kind"),
+    # A git checkout, but not the trainer's: no scripts/train.py, configs or splits.
+    "trainer root without its files": Case(
+        MATRIX,
+        lambda c: c["trainer"].update(kind="command", root=str(REPO)),
+        "env.split_dir",
+    ),
     "unknown matrix key": Case(MATRIX, setter("groupz", {}), "groupz"),
 }
 
@@ -339,7 +345,7 @@ def apply(workdir: Path, case: Case) -> list[str]:
 THROUGH_SNAKEMAKE = {
     "config syntax error", "seed of wrong type", "run names unknown bank",
     "checkpoint file missing", "overlay key twice", "matrix syntax error",
-    "unknown trainer kind", "overlay asks too many cards",
+    "unknown trainer kind", "overlay asks too many cards", "trainer root without its files",
 }  # fmt: skip
 
 

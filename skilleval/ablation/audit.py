@@ -50,6 +50,22 @@ def read_log(out_root: Path, contract: TrainerContract) -> tuple[str, Path | Non
     return (found.read_text() if found else ""), found
 
 
+def printed_texts(out_root: Path, contract: TrainerContract) -> list[tuple[str, Path]]:
+    """Everything the trainer printed that exists: each declared log file and the stdout
+    and stderr the workflow captured, which a crash reaches whatever the logs say."""
+    paths = [*(out_root / name for name in contract.log_files), launch_files(out_root)[1]]
+    return [(path.read_text(errors="replace"), path) for path in paths if path.is_file()]
+
+
+def found_in(pattern: str, texts: list[tuple[str, Path]]) -> list[str]:
+    """Each match of ``pattern`` in ``texts``, with the file it is in."""
+    return [f"{match!r} in {path}" for text, path in texts for match in re.findall(pattern, text)]
+
+
+# A trainer's clock and the workflow's may differ by this much on one host or cluster.
+CLOCK_SKEW = dt.timedelta(minutes=5)
+
+
 @dataclass(frozen=True)
 class RunFiles:
     """What one finished ablation run left in its out_root, and where each part came from."""
@@ -61,6 +77,7 @@ class RunFiles:
     log_path: Path | None
 
     contract: TrainerContract
+    printed: list[tuple[str, Path]]
 
     @classmethod
     def read(cls, summary_path: str, contract: TrainerContract) -> RunFiles:
@@ -79,6 +96,7 @@ class RunFiles:
             config_path,
             *read_log(out_root, contract),
             contract,
+            printed_texts(out_root, contract),
         )
 
     @property
@@ -201,8 +219,9 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
     rules, summary, config = matrix.invalid_rules, files.summary, files.config
     reported = summary.get("empty_response_fraction")
     empty = float(reported) if reported is not None else None
-    rate = re.findall(rules.rate_limit_pattern, files.log)
-    crash = re.findall(rules.crash_pattern, files.log)
+    rate = found_in(rules.rate_limit_pattern, files.printed)
+    crash = found_in(rules.crash_pattern, files.printed)
+    searched = ", ".join(str(path) for _, path in files.printed) or "no output"
     writers: dict[str, Any] = summary.get("provenance", {}).get("writers") or {}
     root = config.get(OUT_ROOT_KEY)
     same_root = root is not None and Path(str(root)).resolve() == Path(run.out_root).resolve()
@@ -226,11 +245,16 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
         Check(
             "no_rate_limit_errors",
             not rate,
-            f"real rate-limit error text: {rate[:2]}"
+            f"real rate-limit error text: {'; '.join(rate[:2])}"
             if rate
-            else "no 429 error text (progress counters such as 429/494 are not errors)",
+            else f"no 429 error text in {searched} (progress counters such as 429/494 are not "
+            "errors)",
         ),
-        Check("no_crash", not crash, f"found {crash[:3]}" if crash else "no Traceback/OOM/Killed"),
+        Check(
+            "no_crash",
+            not crash,
+            f"found {'; '.join(crash[:3])}" if crash else f"no Traceback/OOM/Killed in {searched}",
+        ),
         Check(
             "single_writer",
             summary.get("single_writer") is True,
@@ -243,7 +267,9 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
 
 
 def started_check(run: PlannedRun, matrix: Matrix, files: RunFiles) -> Check:
-    """Whether the run started after every fix of its benchmark; an unreadable start fails."""
+    """Whether the run started after every fix of its benchmark, and not before the
+    workflow launched it (a start from before the launch is an earlier run's output); an
+    unreadable start fails."""
     try:
         started, source = files.started()
     except TrainerOutputError as unreadable:
@@ -253,12 +279,17 @@ def started_check(run: PlannedRun, matrix: Matrix, files: RunFiles) -> Check:
         for fix in matrix.invalid_rules.fixes
         if run.benchmark in fix.benchmarks and started < dt.datetime.fromisoformat(fix.fixed_at)
     ]
+    launched = files.summary.get("provenance", {}).get("started_at")
+    early = launched is not None and started < dt.datetime.fromisoformat(launched) - CLOCK_SKEW
+    wrong = [f"before fix(es) {late}"] if late else []
+    if early:
+        wrong.append(f"before the workflow launched it at {launched}: an earlier run's output")
     return Check(
         "started_after_fixes",
-        not late,
-        f"started {started.isoformat()} (from {source}) before fix(es) {late}"
-        if late
-        else f"started after all fixes (start from {source})",
+        not wrong,
+        f"started {started.isoformat()} (from {source}) " + " and ".join(wrong)
+        if wrong
+        else f"started after all fixes and after its launch (start from {source})",
     )
 
 

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skilleval.ablation.audit import CONFIG_CHECK_KEYS, RunFiles, flatten, read_log
+from skilleval.ablation.audit import (
+    CONFIG_CHECK_KEYS,
+    RunFiles,
+    flatten,
+    printed_texts,
+    read_log,
+)
 from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
 from skilleval.ablation.matrix import load_matrix
 from skilleval.ablation.trainer_files import (
@@ -105,7 +111,7 @@ def log_checks(
         said = f"no log ({logs}; trainer.contract.log_files)"
         checks = ("batch_logic", "started_after_fixes", "no_rate_limit_errors", "no_crash")
         return [Computable(check, False, said) for check in checks]
-    files = RunFiles({}, config or {}, config_path, log, log_path, contract)
+    files = RunFiles({}, config or {}, config_path, log, log_path, contract, [])
     where = f"the log head ({log_path}, first {contract.log_head_lines} lines)"
 
     def no_line(name: str) -> str:
@@ -137,8 +143,9 @@ def log_checks(
         fallback = f"{no_line('start')}; the audit would use the modification time of"
         said = f"{fallback} {config_path}" if config is not None else f"{no_line('start')}"
         found.append(Computable("started_after_fixes", config is not None, said))
+    printed = ", ".join(str(path) for _, path in printed_texts(out_root, contract))
     for check in ("no_rate_limit_errors", "no_crash"):
-        found.append(Computable(check, True, f"searched in {log_path}"))
+        found.append(Computable(check, True, f"searched in {printed or 'no output'}"))
     return found
 
 

@@ -2,7 +2,8 @@
 ``skilleval trainer check``, so that the check says "cannot" exactly where the audit would
 fail.
 
-A file that does not parse (a truncated JSON, a YAML syntax error) and a value that does
+A file that does not parse (a truncated JSON, a YAML syntax error), a YAML file cut off
+mid-line (which may still parse, its last keys lost) and a value that does
 not parse (a batch list with ``...`` in it, a start that is no ISO 8601 time) are a
 :class:`TrainerOutputError` naming the file and position, or the value and where it was
 read, with a fix; never a bare ``JSONDecodeError`` or ``ValueError``.
@@ -32,6 +33,15 @@ def read_structured(path: Path) -> Any:
     """A trainer's JSON file, or YAML where its name ends in .yaml or .yml."""
     text = path.read_text()
     if path.suffix in YAML_SUFFIXES:
+        # YAML writers end every line, the last too: a file cut off at a line's end still
+        # parses, with its last keys missing, so the missing newline is what tells.
+        if text and not text.endswith("\n"):
+            last = text.splitlines()[-1]
+            raise TrainerOutputError(
+                f"{path}: truncated: it ends in the middle of line {len(text.splitlines())} "
+                f"({last[-40:]!r}) with no final newline, so the keys after it are lost; "
+                "re-run the trainer (was it killed while writing?)"
+            )
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as error:

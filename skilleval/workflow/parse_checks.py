@@ -13,11 +13,13 @@ from typing import Any
 
 from skilleval import paths
 from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.plan import effective_config
 from skilleval.config.checks import validate_config
 from skilleval.config.input_files import check_input_files
 from skilleval.config.loading import ConfigSources, in_declared_order
 from skilleval.config.matrix import Matrix
 from skilleval.config.model import Config
+from skilleval.errors import ConfigError, ConfigErrors
 from skilleval.provenance.code import SourceCache
 from skilleval.provenance.digests import FileDigests
 from skilleval.provenance.evidence import trainer_run_code
@@ -62,4 +64,40 @@ def check_inputs(
     ablation = AblationInputs(
         matrix, typed.ablation.matrix, trainer_run_code(code_cache), sources.file_digests
     )
+    check_trainer_root(ablation)
     return CheckedInputs(typed, sources, design, matrix, code_cache, ablation)
+
+
+def check_trainer_root(ablation: AblationInputs) -> None:
+    """A command trainer's checkout holds its script and, for every planned run, the
+    benchmark config and split folder the trainer will read: each one missing is named
+    at parse time, with the first run that needs it, rather than when a job's inputs are
+    computed."""
+    matrix = ablation.matrix
+    if matrix.trainer.kind != "command":
+        return
+    root = Path(matrix.trainer.root)
+    needed = {("trainer.script", matrix.trainer.script): ("script", Path.is_file, "")}
+    for run in ablation.ablation_runs.values():
+        config = effective_config(run, matrix)
+        for key, kind, exists in (
+            ("env.config", "file", Path.is_file),
+            ("env.split_dir", "folder", Path.is_dir),
+        ):
+            needed.setdefault((key, str(config[key])), (kind, exists, run.run_id))
+    errors = [
+        ConfigError(
+            ablation.matrix_file,
+            key,
+            value,
+            f"the trainer reads this {kind} under trainer.root, and {root / value} does not "
+            "exist" + (f" (first needed by run {first})" if first else ""),
+            f"create it in the trainer's checkout, or point trainer.root ({root}) at it",
+        )
+        for (key, value), (kind, exists, first) in needed.items()
+        if not exists(root / value)
+    ]
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigErrors(errors, most=10)
