@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -25,7 +27,7 @@ from skilleval.ablation.trainer import (
 from skilleval.ablation.trainer_check import trainer_check
 from skilleval.config.matrix import Matrix
 from skilleval.errors import ConfigError
-from tests.conftest import with_trainer
+from tests.conftest import REPO, with_trainer
 
 MATRIX = load_matrix("config/ablation/matrix.yaml")
 
@@ -375,6 +377,52 @@ def test_trainer_check_says_which_audit_checks_a_trainers_output_allows(
     assert any(
         r.startswith("empty_responses: the trainer did not report") for r in audit["reasons"]
     )
+
+
+def test_trainer_check_gives_the_audit_s_verdict_not_only_what_it_can_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
+    run = runs_by_id(matrix)["LR-docvqa-8"]
+    build_run(run, matrix, run.summary_path)
+    out_root = Path(run.out_root).resolve()
+    valid = trainer_check_cli(out_root, matrix, tmp_path)
+    assert valid.returncode == 0 and "the audit's verdict on it as run LR-docvqa-8:" in valid.stdout
+    assert "  pass batch_logic: " in valid.stdout and valid.stdout.rstrip().endswith("valid")
+    # Batch sizes that contradict the config: readable, so computable, and failing.
+    log = out_root / "train.log"
+    logged = log.read_text()
+    log.write_text(re.sub(r"batch_sizes=\[.*\]", "batch_sizes=[7, 7]", logged))
+    wrong = trainer_check_cli(out_root, matrix, tmp_path)
+    assert wrong.returncode == 1
+    assert "can    batch_logic" in wrong.stdout and "  FAIL batch_logic: " in wrong.stdout
+    assert "15 of 15 audit checks can be computed" in wrong.stdout
+    assert wrong.stdout.rstrip().endswith("invalid: batch_logic failed")
+    # A launch by hand, outside the workflow: judged as the run it is named for.
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    (trial / "summary.json").write_text((out_root / "trainer_summary.json").read_text())
+    config = json.loads((out_root / "config.json").read_text())
+    config["env"]["out_root"] = str(trial)
+    (trial / "config.json").write_text(json.dumps(config))
+    (trial / "train.log").write_text(logged)
+    unnamed = trainer_check_cli(trial, matrix, tmp_path)
+    assert unnamed.returncode == 1 and "not judged: " in unnamed.stdout
+    assert "--run RUN_ID" in unnamed.stdout
+    command = [sys.executable, "-m", "skilleval.cli", "trainer", "check", str(trial)]
+    named = subprocess.run(
+        [*command, "--matrix", str(tmp_path / "matrix.yaml"), "--run", "LR-docvqa-8"],
+        capture_output=True, text=True, cwd=REPO,
+    )  # fmt: skip
+    assert named.returncode == 0, named.stdout
+    assert "not judged here: single_writer" in named.stdout
+    config["env"]["out_root"] = str(out_root)  # another run's folder
+    (trial / "config.json").write_text(json.dumps(config))
+    shared = subprocess.run(
+        [*command, "--matrix", str(tmp_path / "matrix.yaml"), "--run", "LR-docvqa-8"],
+        capture_output=True, text=True, cwd=REPO,
+    )  # fmt: skip
+    assert shared.returncode == 1 and "  FAIL unique_out_root: " in shared.stdout
 
 
 def test_an_out_root_started_before_a_fix_is_flagged_from_the_trainer_s_own_record(

@@ -224,14 +224,17 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
     searched = ", ".join(str(path) for _, path in files.printed) or "no output"
     writers: dict[str, Any] = summary.get("provenance", {}).get("writers") or {}
     root = config.get(OUT_ROOT_KEY)
-    same_root = root is not None and Path(str(root)).resolve() == Path(run.out_root).resolve()
+    # The run's own folder: where its config is (the workflow's launch puts it at
+    # run.out_root; trainer check reads a launch wherever it wrote).
+    own = files.config_path.parent.resolve()
+    same_root = root is not None and Path(str(root)).resolve() == own
     return [
         Check(
             "unique_out_root",
             same_root,
-            f"{OUT_ROOT_KEY} is the run's own ({run.out_root})"
+            f"{OUT_ROOT_KEY} is the run's own ({own})"
             if same_root
-            else f"{OUT_ROOT_KEY} {root}, not the run's {Path(run.out_root).resolve()}",
+            else f"{OUT_ROOT_KEY} {root}, not the run's {own}",
         ),
         Check(
             "empty_responses",
@@ -289,7 +292,8 @@ def started_check(run: PlannedRun, matrix: Matrix, files: RunFiles) -> Check:
         not wrong,
         f"started {started.isoformat()} (from {source}) " + " and ".join(wrong)
         if wrong
-        else f"started after all fixes and after its launch (start from {source})",
+        else f"started after all fixes{' and after its launch' if launched else ''} (start "
+        f"from {source})",
     )
 
 

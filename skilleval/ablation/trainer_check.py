@@ -1,12 +1,15 @@
 """``skilleval trainer check OUT_ROOT``: which audit checks a trainer's output lets the
-workflow compute, read through the trainer contract (ablation.contract).
+workflow compute, read through the trainer contract (ablation.contract), and then the
+audit's own verdict on it.
 
 Every check of the audit (ablation.audit) reads something the trainer wrote: the scores
 in its results file, keys of its effective config, lines of its log head. A check whose
 input is missing cannot be computed, and the audit would fail it; this command says so
 for one finished out_root before a matrix of runs is paid for, naming the contract key
-to point at the lab's own file or line. It fails closed: exit 1 if any check cannot be
-computed.
+to point at the lab's own file or line. Then it applies the audit's checks, through the
+audit's code, to the planned run the out_root stands for (``--run``, or the run whose
+out_root it is), each passed or failed with its reason. It fails closed: exit 1 if any
+check cannot be computed or fails, or when no planned run is named.
 """
 
 from __future__ import annotations
@@ -21,12 +24,16 @@ from typing import Any
 from skilleval.ablation.audit import (
     CONFIG_CHECK_KEYS,
     RunFiles,
+    audit_run,
     flatten,
+    invalid_run_checks,
+    parameter_checks,
     printed_texts,
     read_log,
 )
 from skilleval.ablation.contract import KEPT_RESULTS_FILE, SCORE_KEYS, TrainerContract
 from skilleval.ablation.matrix import load_matrix
+from skilleval.ablation.plan import PlannedRun, plan
 from skilleval.ablation.trainer_files import (
     TrainerOutputError,
     config_int,
@@ -35,6 +42,8 @@ from skilleval.ablation.trainer_files import (
     parse_start,
     read_mapping,
 )
+from skilleval.config.matrix import Matrix
+from skilleval.storage.records import Check
 
 
 @dataclass(frozen=True)
@@ -149,9 +158,51 @@ def log_checks(
     return found
 
 
+def planned_run(out_root: Path, matrix: Matrix, run_id: str | None) -> PlannedRun | str:
+    """The planned run ``run_id`` names, else the one whose out_root this is (its last two
+    parts, benchmark and run id); else why there is none."""
+    runs = {run.run_id: run for run in plan(matrix)}
+    if run_id is not None:
+        return runs.get(run_id) or f"the matrix plans no run {run_id!r} (skilleval ablation plan)"
+    tail = out_root.resolve().parts[-2:]
+    found = next((run for run in runs.values() if Path(run.out_root).parts[-2:] == tail), None)
+    return found or (
+        f"{out_root} is no planned run's out_root: name the run this launch stands for with "
+        "--run RUN_ID (skilleval ablation plan lists them)"
+    )
+
+
+# What only a launch by the workflow records: which other processes held the out_root.
+LAUNCH_ONLY = "single_writer"
+
+
+def audit_checks(out_root: Path, run: PlannedRun, matrix: Matrix) -> list[Check]:
+    """The audit's checks of ``run`` on what ``out_root`` holds: the audit itself where
+    the workflow launched it, else the same checks on the trainer's own files, less what
+    only the workflow's launch records (named, not judged)."""
+    if (out_root / KEPT_RESULTS_FILE).is_file():
+        audit = audit_run(run, matrix, str(out_root / "summary.json"))
+        return [Check(c["name"], c["passed"], c["detail"]) for c in audit["checks"]]
+    contract = TrainerContract.of(matrix)
+    try:
+        results = results_of(out_root, contract)
+        summary = {
+            "empty_response_fraction": (results or ({}, ""))[0].get("empty_response_fraction")
+        }
+        config_path = out_root / contract.config_file
+        config = contract.audit_keys(flatten(read_mapping(config_path)))
+    except TrainerOutputError as unreadable:
+        return [Check("trainer_output_readable", False, str(unreadable))]
+    printed = printed_texts(out_root, contract)
+    files = RunFiles(summary, config, config_path, *read_log(out_root, contract), contract, printed)
+    checks = parameter_checks(run, matrix, files) + invalid_run_checks(run, matrix, files)
+    return [c for c in checks if c.name != LAUNCH_ONLY]
+
+
 def cmd_trainer_check(args: argparse.Namespace) -> int:
-    contract = TrainerContract.of(load_matrix(args.matrix))
-    found = trainer_check(Path(args.out_root), contract)
+    matrix = load_matrix(args.matrix)
+    out_root = Path(args.out_root)
+    found = trainer_check(out_root, TrainerContract.of(matrix))
     cannot = [f for f in found if not f.computable]
     print(f"trainer output {args.out_root}, read through the contract of {args.matrix}:")
     print("\n".join(f.line() for f in found))
@@ -159,15 +210,29 @@ def cmd_trainer_check(args: argparse.Namespace) -> int:
         f"{len(found) - len(cannot)} of {len(found)} audit checks can be computed"
         + (f"; the audit would fail {', '.join(f.check for f in cannot)}" if cannot else "")
     )
-    return 1 if cannot else 0
+    run = planned_run(out_root, matrix, args.run)
+    if isinstance(run, str):
+        print(f"the audit's verdict: not judged: {run}")
+        return 1
+    checks = audit_checks(out_root, run, matrix)
+    failing = [c.name for c in checks if not c.passed]
+    print(f"the audit's verdict on it as run {run.run_id}:")
+    print("\n".join(f"  {'pass' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in checks))
+    if not (out_root / KEPT_RESULTS_FILE).is_file():
+        print(f"  (not judged here: {LAUNCH_ONLY}, which only the workflow's launch records)")
+    print(f"{'invalid: ' + ', '.join(failing) + ' failed' if failing else 'valid'}")
+    return 1 if cannot or failing else 0
 
 
 def add_trainer_command(sub: Any) -> None:
     trainer = sub.add_parser("trainer", help="the ablation trainer: check what it writes")
     commands = trainer.add_subparsers(dest="trainer_command", required=True)
     check = commands.add_parser(
-        "check", help="which audit checks one finished out_root lets the workflow compute"
+        "check", help="what the audit can read of one finished out_root, and its verdict"
     )
     check.add_argument("out_root", help="a finished run's out_root")
     check.add_argument("--matrix", default="config/ablation/matrix.yaml", help="ablation matrix")
+    check.add_argument(
+        "--run", help="the planned run this out_root stands for (default: the one whose it is)"
+    )
     check.set_defaults(func=cmd_trainer_check)
