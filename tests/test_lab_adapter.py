@@ -99,18 +99,20 @@ def test_a_lab_adapter_builds_the_paper_and_its_code_is_in_every_runs_identity(
         assert certain() == every_model_run
         snakemake(workdir, "-j", "2", "paper", *lab)
         assert certain() == set()
-        # An edit to the adapter's second module (its scoring, not the entry point): the
-        # same package, found first on the path.
-        edited = tmp_path / "edited"
-        shutil.copytree(LAB_ENV / "lab_env", edited / "lab_env")
-        module = edited / "lab_env" / "scoring.py"
-        module.write_text(module.read_text().replace("= 1.0", "= 1.00"))
-        moved = {**os.environ, "PYTHONPATH": f"{edited}{os.pathsep}{workdir}"}
-        assert certain(moved) == every_model_run
+        # An edit to the adapter's second module (its scoring, not the entry point), then to
+        # the other top-level package its distribution installs (the grading scale its
+        # scoring imports): each copy found first on the path.
         dry = [sys.executable, "-m", "snakemake", "-n", "paper", *lab]
-        said = subprocess.run(dry, cwd=workdir, capture_output=True, text=True, env=moved)
-        assert said.returncode == 0, said.stderr
-        assert all(run in said.stdout for run in every_model_run), said.stdout
+        for package, module in (("lab_env", "scoring.py"), ("lab_grading", "__init__.py")):
+            edited = tmp_path / f"edited-{package}"
+            shutil.copytree(LAB_ENV / package, edited / package)
+            source = edited / package / module
+            source.write_text(source.read_text() + "# edited: the same behaviour, new code\n")
+            moved = {**os.environ, "PYTHONPATH": f"{edited}{os.pathsep}{workdir}"}
+            assert certain(moved) == every_model_run, package
+            said = subprocess.run(dry, cwd=workdir, capture_output=True, text=True, env=moved)
+            assert said.returncode == 0, said.stderr
+            assert all(run in said.stdout for run in every_model_run), said.stdout
     summary = json.loads((workdir / "results/runs/base-S0/summary.json").read_text())
     assert summary["coverage"] == 1.0
     assert summary["backends"] == {

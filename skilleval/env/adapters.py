@@ -9,8 +9,9 @@ class is made as ``Class(settings)`` with the protocol's ``environment`` section
 docs/bring-your-own-environment.md is the guide; ``skilleval/env/template.py`` the start.
 
 Its identity, the import target, its distribution's version and the digest of every
-source file of its top-level package, is part of every run's evidence identity: an edit to
-any module of the adapter's package makes the runs that used it stale, and a job refuses an
+source file of every top-level package its distribution installs (the adapter's own alone
+when it was not installed), is part of every run's evidence identity: an edit to any module
+the lab installed with the adapter makes the runs that used it stale, and a job refuses an
 adapter that changed after the graph was planned.
 """
 
@@ -88,16 +89,37 @@ def _content_digest(path: Path, size: int, mtime_ns: int) -> str:
     return file_sha256(path)
 
 
-def package_digest(root: Path, files: list[Path]) -> str:
-    """One digest of the files' paths (relative to ``root``) and contents: renaming, adding
-    or editing any of them changes it."""
+def source_digest(tops: list[str]) -> str:
+    """One digest of the source files of these top-level packages (or modules): each
+    file's path under its package's root and its contents, so that renaming, adding or
+    editing any of them changes it."""
     contents = {}
-    for path in files:
-        stat = path.stat()
-        contents[path.relative_to(root).as_posix()] = _content_digest(
-            path, stat.st_size, stat.st_mtime_ns
-        )
+    for top in tops:
+        root, files = package_source(top)
+        for path in files:
+            stat = path.stat()
+            contents[path.relative_to(root).as_posix()] = _content_digest(
+                path, stat.st_size, stat.st_mtime_ns
+            )
     return canonical_hash(contents)
+
+
+def distribution_packages(top: str, distribution: str | None) -> list[str]:
+    """The top-level packages whose code is the adapter's: every one its distribution
+    installs (an editable install's too, from its top_level.txt), or its own alone. A name
+    the distribution lists that this Python cannot find (a stale top_level.txt) holds no
+    code to run, so it is left out."""
+    if distribution is None:
+        return [top]
+    listed = {t for t, names in installed_distributions().items() if distribution in names}
+    return sorted({t for t in listed if t == top or findable(t)} | {top})
+
+
+def findable(top: str) -> bool:
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def entry_point_target(name: str) -> str | None:
@@ -151,7 +173,6 @@ def find_adapter(name: str) -> AdapterRef:
         raise AdapterNotFound(name, f"module {module} cannot be found ({error})") from None
     if spec is None or not spec.origin or not Path(spec.origin).is_file():
         raise AdapterNotFound(name, f"module {module} is not on this Python's path")
-    root, files = package_source(module)
     top = module.split(".")[0]
     distributions = installed_distributions().get(top, [])
     distribution = distributions[0] if distributions else None
@@ -159,7 +180,7 @@ def find_adapter(name: str) -> AdapterRef:
         name=name,
         target=target,
         module_file=str(Path(spec.origin)),
-        package_digest=package_digest(root, files),
+        package_digest=source_digest(distribution_packages(top, distribution)),
         distribution=distribution,
         version=importlib.metadata.version(distribution) if distribution else None,
     )

@@ -1,13 +1,12 @@
 """How the lab's server grades an episode, mapped onto skilleval's metrics: a module of its
-own, so that the adapter's identity is shown to cover every module of its package."""
+own, so that the adapter's identity is shown to cover every module of its package, with
+its scale from the distribution's other package (lab_grading)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-# The server's grades are shares already; a lab whose server scores in points 0-100 sets
-# 100 here.
-POINTS_PER_SHARE = 1.0
+from lab_grading import POINTS_PER_SHARE
 
 
 def rewards_of(grades: dict[str, Any]) -> dict[str, float]:
