@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from skilleval.errors import RejectedRequest, SkillevalError
+from skilleval.errors import RejectedRequest, ServerRefusal, SkillevalError
 from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.protocol.sections import Sampling
 from skilleval.serving.engines import ENGINES
@@ -182,6 +182,23 @@ def test_a_refusal_ends_the_episode_with_the_servers_message(
         policy(canned.url).complete([{"role": "user", "content": "hi"}], [])
     assert (refused.value.reason, str(refused.value)) == (kind, message)
     assert len(canned.received) == 1  # a refusal is never retried
+
+
+def test_a_refused_tools_check_before_any_episode_is_one_refusal_naming_it(
+    canned: CannedServer,
+) -> None:
+    """The pre-flight's first request answered, its second (the same messages without the
+    tools) refused: a ServerRefusal (one line on the build's terminal), never the bare
+    RejectedRequest that an episode takes as the model's failure on its task."""
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+    canned.replies.append(reply(200, CHAT_REPLY))
+    canned.replies.append(reply(400, {"error": {"message": "max_tokens must be at least 8"}}))
+    with pytest.raises(ServerRefusal) as refused:
+        policy(canned.url).preflight(tools)
+    said = str(refused.value)
+    assert "refuses the pre-flight's tools check" in said and "(search)" in said
+    assert "HTTP 400: max_tokens must be at least 8" in said and "\n" not in said
+    assert len(canned.received) == 2
 
 
 @pytest.mark.parametrize("status", [401, 404, 301])

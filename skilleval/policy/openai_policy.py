@@ -145,8 +145,16 @@ class OpenAIPolicy:
             return {"tools": 0}
         bare = {k: v for k, v in self.sampling.items() if k != "tool_choice"}
         body = {"model": self.model, "messages": PREFLIGHT_MESSAGES, **bare, "max_tokens": 1}
-        without = prompt_tokens_of(self.calls.call(lambda: self._post(body)))
         names = ", ".join(sorted(str(t.get("function", {}).get("name")) for t in tools))
+        try:
+            without = prompt_tokens_of(self.calls.call(lambda: self._post(body)))
+        except RejectedRequest as refused:
+            raise ServerRefusal(
+                f"model server {self.calls.url} refuses the pre-flight's tools check (the "
+                f"same messages without the run's tools ({names}), max_tokens 1) before any "
+                f"episode: {refused}. Whether the tools reach the model cannot be shown; "
+                "fix what the server names and run again"
+            ) from None
         if not with_tools or not without:
             raise ServerRefusal(
                 f"model server {self.calls.url} (model {self.model}) reports no prompt token "
