@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
@@ -20,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 import yaml
 
 from skilleval.config.model import Config
 from skilleval.env.adapters import find_adapter, make_adapter
-from skilleval.errors import SkillevalError
+from skilleval.errors import CoverageError, SkillevalError
 from skilleval.runs import evaluation
 from skilleval.workflow.env_check import env_check
 from skilleval.world.server import JsonHandler, start_servers
@@ -225,6 +227,76 @@ def test_a_model_run_on_a_broken_environment_stops_before_it_leases_a_card(
     assert "breaks the contract" in said and "before it leases a card" in said
     assert "tool 0 is not" in said and "fix: tools() must return" in said
     assert not (tmp_path / "s").exists()
+
+
+@contextmanager
+def failing_one_task(upstream: str, task: str) -> Iterator[str]:
+    """The lab's server behind a proxy that answers HTTP 500 to every start of ``task``
+    and passes every other request through."""
+    pool = urllib3.PoolManager()
+
+    class OneTaskFails(JsonHandler):
+        def relay(self, method: str) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if method == "POST" and self.path == "/episodes" and task.encode() in body:
+                self.reply(500, {"error": "Internal Server Error"})
+                return
+            answer = pool.request(method, upstream + self.path, body=body or None)
+            self.send_response(answer.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer.data)))
+            self.end_headers()
+            self.wfile.write(answer.data)
+
+        def do_GET(self) -> None:
+            self.relay("GET")
+
+        def do_POST(self) -> None:
+            self.relay("POST")
+
+        def do_DELETE(self) -> None:
+            self.relay("DELETE")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OneTaskFails)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_one_task_the_lab_server_always_fails_is_that_task_s_failure_not_an_outage(
+    small_world: Path, tmp_path: Path
+) -> None:
+    """The lab server answers 500 to one task of 48 every time and serves the rest: the run
+    keeps the 47, ends within a minute instead of waiting out its 10-minute outage budget,
+    and fails its gate naming the task; the same command resumes it."""
+    inputs = run_inputs(small_world)
+    tasks = json.loads(Path(inputs.split_file).read_text())["test"]
+    failing = tasks[len(tasks) // 2]["task_id"]
+    with environment_server(small_world) as upstream, failing_one_task(upstream, failing) as url:
+        protocol = protocol_values(inputs)
+        protocol["execution"]["environment"] = {"url": url}
+        adapter = {
+            "environment": "lab-shop",
+            "environment_adapter": find_adapter("lab-shop").identity,
+        }
+        inputs = with_protocol(inputs, protocol, backends={**inputs.backends, **adapter})
+        outputs = [str(tmp_path / name) for name in ("results.jsonl", "summary.json", "journal")]
+        started = time.monotonic()
+        with pytest.raises(CoverageError) as gate:
+            evaluation.evaluate(inputs, *outputs)
+        took = time.monotonic() - started
+    said = str(gate.value)
+    assert took < 60, f"{took:.0f} s"
+    assert "1 task(s) failed on infrastructure" in said and f"{failing}#0" in said, said
+    assert "failed this request the same way 3 times while answering others" in said
+    assert "re-run to resume" in said
+    (journal,) = Path(outputs[2]).glob("*/*.jsonl")
+    kept = {json.loads(line).get("task_id") for line in journal.read_text().splitlines()}
+    assert kept - {None} == {t["task_id"] for t in tasks} - {failing}
+    assert not Path(outputs[1]).exists()
 
 
 def test_the_template_adapter_lists_what_to_fill(tmp_path: Path) -> None:

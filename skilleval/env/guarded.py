@@ -5,8 +5,9 @@ The built-in ``http`` adapter sends each request through the run's retry layer
 wrapper sends its ``tools()`` and ``start()`` through the same layer, so a lab server not
 yet up when a run (or ``skilleval env check --wait``) starts is waited out up to the
 outage budget, a line in the run log every few seconds, and then stops the run with one
-line (OutageError), never a traceback. An episode's steps and rewards are left to the run's
-episode restarts, as the built-in adapter's are.
+line (OutageError), never a traceback; a task the server fails again and again while it
+serves the others ends as that task's failure (serving.outage). An episode's steps and
+rewards are left to the run's episode restarts, as the built-in adapter's are.
 """
 
 from __future__ import annotations
@@ -34,6 +35,6 @@ class GuardedAdapter:
 
     def start(self, task_id: str) -> EpisodeHandle:
         episode: EpisodeHandle = self.calls.call(
-            lambda: self.adapter.start(task_id), outages=(InfrastructureError,)
+            lambda: self.adapter.start(task_id), outages=(InfrastructureError,), task=task_id
         )
         return episode

@@ -10,6 +10,10 @@ The same failing reply to the same request, repeated, is no outage but a refusal
 that request (a server that validates a field and answers 500): it stops the run within
 seconds (ServerRefusal), quoting the server, instead of waiting out the budget. Replies
 that say "try later" by definition (429, 502, 503, 504) are always waited out.
+The same failure of one request, repeated while the server answers other requests, is
+that request's own (a task the server cannot serve), not an outage: it ends the episode
+within seconds (InfrastructureError of kind "task_failure"), so that the runner retries
+that task a few times and then records it as failed, while the run goes on with the rest.
 A request that is not idempotent (an environment step) is retried only when it provably
 never reached the server (the connection was refused); any other failure abandons the
 episode, since the step may have been applied.
@@ -49,6 +53,9 @@ TRY_LATER = frozenset({429, 502, 503, 504})
 # How often one request must get the same failing reply before it is a refusal: enough that
 # a passing fault rarely repeats word for word, few enough to stop within seconds.
 REFUSAL_REPEATS = 3
+# How often one request must fail the same way while the server answers others before the
+# failure is the request's own: as for a refusal.
+TASK_FAILURE_REPEATS = 3
 # How often a server that is down is said on the build's terminal while it is waited out
 # (the run's log hears it every ``report_every_s``): at once, then this often.
 TERMINAL_EVERY_S = 30.0
@@ -162,6 +169,25 @@ class RetryLedger:
             return dict(sorted(self.counts.items()))
 
 
+@dataclass
+class Repeats:
+    """How one request has failed so far: the same failure (and the same failing reply) in
+    a row, and how many requests the server had answered when it first failed."""
+
+    message: str = ""
+    same: int = 0
+    reply: tuple[int, str] | None = None
+    same_reply: int = 0
+    answered_at_first: int = 0
+
+    def add(self, failure: Failure, reply: tuple[int, str] | None, answered: int) -> None:
+        if self.same == 0:
+            self.answered_at_first = answered
+        self.same = self.same + 1 if failure.message == self.message else 1
+        self.same_reply = self.same_reply + 1 if reply is not None and reply == self.reply else 1
+        self.message, self.reply = failure.message, reply
+
+
 class ServerCalls:
     """The retry layer of one server: outages waited out up to ``budget_s``."""
 
@@ -181,6 +207,8 @@ class ServerCalls:
         self._last_report = 0.0
         self._last_terminal = -TERMINAL_EVERY_S
         self._lock = threading.Lock()
+        self.answered = 0  # requests answered so far, by every thread of the run
+        self.failed_tasks: dict[str, str] = {}  # task -> the failure found to be its own
 
     def call(
         self,
@@ -188,14 +216,16 @@ class ServerCalls:
         idempotent: bool = True,
         outages: tuple[type[Exception], ...] = (),
         on_retry: Callable[[str], None] | None = None,
+        task: str | None = None,
     ) -> T:
         """``request``'s result, waiting out its transient failures (``classify``, with
-        ``outages``) up to the budget; ``on_retry`` hears the kind of each failure that is
+        ``outages``) up to the budget. ``task``: the task the request is for, so that a
+        failure found to be that task's own is known again when its episode is retried
+        after the others are done. ``on_retry`` hears the kind of each failure that is
         followed by a retry (a request re-sent after a timeout draws a new sample)."""
         first_failure: float | None = None
         attempt = 0
-        same_reply: tuple[int, str] | None = None
-        repeats = 0
+        seen = Repeats()
         while True:
             if self.ledger.stop.is_set():
                 raise InfrastructureError("the run is stopping", kind="stopped")
@@ -205,17 +235,12 @@ class ServerCalls:
                 failure = classify(error, outages)
                 if failure is None:
                     raise
-                reply = _reply_of(error)
-                repeats = repeats + 1 if reply is not None and reply == same_reply else 1
-                same_reply = reply
+                seen.add(failure, _reply_of(error), self.answered)
                 self._failed(failure, idempotent, error)
-                if reply is not None and repeats >= REFUSAL_REPEATS:
-                    raise ServerRefusal(
-                        f"{self.name} server {self.url} refuses this request: it answered "
-                        f"{error} {repeats} times in a row to the same request. That is no "
-                        "outage; the run stops instead of waiting"
-                    ) from error
+                self._stop_repeating(seen, error, task)
             else:
+                with self._lock:
+                    self.answered += 1
                 if first_failure is not None:
                     log.info("%s server %s answers again", self.name, self.url)
                 return result
@@ -225,6 +250,27 @@ class ServerCalls:
             if on_retry is not None:  # the wait is over: the request goes out again
                 on_retry(failure.kind)
             attempt += 1
+
+    def _stop_repeating(self, seen: Repeats, error: Exception, task: str | None) -> None:
+        """End the wait for one request that keeps failing the same way: its task's own
+        failure while others are answered (or as before for its task), else a refusal when
+        the reply is the same."""
+        known = task is not None and self.failed_tasks.get(task) == seen.message
+        if seen.same >= TASK_FAILURE_REPEATS and (self.answered > seen.answered_at_first or known):
+            if task is not None:
+                self.failed_tasks[task] = seen.message
+            raise InfrastructureError(
+                f"{self.name} server {self.url} failed this request the same way "
+                f"{seen.same} times while answering others ({seen.message}): the task's own "
+                "failure, not an outage",
+                kind="task_failure",
+            ) from error
+        if seen.reply is not None and seen.same_reply >= REFUSAL_REPEATS:
+            raise ServerRefusal(
+                f"{self.name} server {self.url} refuses this request: it answered "
+                f"{error} {seen.same_reply} times in a row to the same request. That is no "
+                "outage; the run stops instead of waiting"
+            ) from error
 
     def _failed(self, failure: Failure, idempotent: bool, error: Exception) -> None:
         self.ledger.count(self.name, failure.kind)
