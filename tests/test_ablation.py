@@ -317,6 +317,16 @@ def test_the_command_trainer_is_launched_and_audited_as_a_real_run(
     assert "optimizer.use_meta_reflect" in audit["reasons"][0]
 
 
+def built_command_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Matrix, PlannedRun, Path]:
+    """LR-docvqa-8 built by the command trainer on a stand-in checkout, and its out_root."""
+    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
+    run = runs_by_id(matrix)["LR-docvqa-8"]
+    build_run(run, matrix, run.summary_path)
+    return matrix, run, Path(run.out_root).resolve()
+
+
 def trainer_check_cli(out_root: Path, matrix: Matrix, tmp_path: Path) -> Any:
     import subprocess
 
@@ -335,10 +345,7 @@ def trainer_check_cli(out_root: Path, matrix: Matrix, tmp_path: Path) -> Any:
 def test_trainer_check_says_which_audit_checks_a_trainers_output_allows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
-    run = runs_by_id(matrix)["LR-docvqa-8"]
-    build_run(run, matrix, run.summary_path)
-    out_root = Path(run.out_root).resolve()
+    matrix, run, out_root = built_command_run(tmp_path, monkeypatch)
     passed = trainer_check_cli(out_root, matrix, tmp_path)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "can    batch_logic: train size from" in passed.stdout
@@ -382,10 +389,7 @@ def test_trainer_check_says_which_audit_checks_a_trainers_output_allows(
 def test_trainer_check_gives_the_audit_s_verdict_not_only_what_it_can_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
-    run = runs_by_id(matrix)["LR-docvqa-8"]
-    build_run(run, matrix, run.summary_path)
-    out_root = Path(run.out_root).resolve()
+    matrix, _, out_root = built_command_run(tmp_path, monkeypatch)
     valid = trainer_check_cli(out_root, matrix, tmp_path)
     assert valid.returncode == 0 and "the audit's verdict on it as run LR-docvqa-8:" in valid.stdout
     assert "  pass batch_logic: " in valid.stdout and valid.stdout.rstrip().endswith("valid")
@@ -474,10 +478,7 @@ def test_a_truncated_yaml_config_is_named_as_truncated_by_the_audit_and_the_chec
     """Cut mid-line, a YAML file still parses; its lost keys must not be the reason given."""
     import yaml
 
-    matrix = command_trainer(tmp_path, "docvqa", monkeypatch)
-    run = runs_by_id(matrix)["LR-docvqa-8"]
-    build_run(run, matrix, run.summary_path)
-    out_root = Path(run.out_root).resolve()
+    matrix, run, out_root = built_command_run(tmp_path, monkeypatch)
     whole = yaml.safe_dump(json.loads((out_root / "config.json").read_text()))
     # Cut inside the batch size's value: 40 would read as 4, the rest of the keys lost.
     cut = whole[: whole.index("\n  batch_size: ") + len("\n  batch_size: ") + 1]

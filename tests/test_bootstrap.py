@@ -92,7 +92,7 @@ def test_the_methods_we_compute_give_a_point_interval_on_identical_differences()
     pairs = AlignedPairs(("a", "b", "c"), np.zeros(3), np.full(3, 0.5))
     for method in ("percentile", "studentized", "t"):
         rng = np.random.default_rng(0)
-        r = paired_bootstrap(pairs, rng=rng, n_resamples=200, method=method)  # type: ignore[arg-type]
+        r = paired_bootstrap(pairs, rng=rng, n_resamples=200, method=method)
         assert (r.ci_low, r.ci_high) == (0.5, 0.5) and r.p_value < 0.05, method
 
 

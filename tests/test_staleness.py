@@ -131,20 +131,19 @@ def test_a_draft_chunk_text_makes_only_the_draft_bank_lineage_stale(built: Path)
     assert stems(jobs["contrast"]).isdisjoint(MAIN)
 
 
+# What a change of the statistics recomputes: contrasts, verdicts and what shows them.
+STATISTICS_JOBS = {
+    "contrast", "verdict", "paper_main_table", "paper_forest_plot", "report_front",
+    "paper_ranking_table", "paper_verdict_family",
+}  # fmt: skip
+
+
 def test_n_resamples_makes_contrasts_verdicts_and_tables_stale(built: Path) -> None:
     small = built / "config" / "small.yaml"
     with edited(small, lambda t: t.replace("n_resamples: 1000", "n_resamples: 500")):
         jobs = stale(built, "paper")
         why = skilleval_cli(built, "stale", "--root", str(built), *CONFIG).stdout
-    assert set(jobs) == {
-        "contrast",
-        "verdict",
-        "paper_main_table",
-        "paper_forest_plot",
-        "report_front",
-        "paper_ranking_table",
-        "paper_verdict_family",
-    }
+    assert set(jobs) == STATISTICS_JOBS
     assert causes_by_cell(why)["Table main, s0-gain"] == ["statistics.n_resamples 1000 -> 500"]
 
 
@@ -156,15 +155,7 @@ def test_the_interval_method_plans_contrasts_verdicts_and_tables_and_no_run(buil
     other = "BCa" if shipped[1] != "BCa" else "t"
     with edited(config, lambda t: t.replace(shipped[0], f"  method: {other}")):
         jobs = stale(built, "paper")
-    assert set(jobs) == {
-        "contrast",
-        "verdict",
-        "paper_main_table",
-        "paper_forest_plot",
-        "report_front",
-        "paper_ranking_table",
-        "paper_verdict_family",
-    }
+    assert set(jobs) == STATISTICS_JOBS
 
 
 def test_a_contrast_description_makes_only_the_main_table_stale(built: Path) -> None:

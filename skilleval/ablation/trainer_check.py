@@ -43,6 +43,8 @@ from skilleval.ablation.trainer_files import (
     read_mapping,
 )
 from skilleval.config.matrix import Matrix
+from skilleval.errors import SkillevalError
+from skilleval.records.ablation import AblationSummary
 from skilleval.storage.records import Check
 
 
@@ -176,11 +178,21 @@ def planned_run(out_root: Path, matrix: Matrix, run_id: str | None) -> PlannedRu
 LAUNCH_ONLY = "single_writer"
 
 
+def launched_by_workflow(out_root: Path) -> bool:
+    """Whether the workflow launched this run: its summary.json is the workflow's record
+    (a trainer launched by hand leaves its own results there, or nothing)."""
+    try:
+        AblationSummary.read(out_root / "summary.json")
+    except (OSError, ValueError, SkillevalError):
+        return False
+    return True
+
+
 def audit_checks(out_root: Path, run: PlannedRun, matrix: Matrix) -> list[Check]:
     """The audit's checks of ``run`` on what ``out_root`` holds: the audit itself where
     the workflow launched it, else the same checks on the trainer's own files, less what
     only the workflow's launch records (named, not judged)."""
-    if (out_root / KEPT_RESULTS_FILE).is_file():
+    if launched_by_workflow(out_root):
         audit = audit_run(run, matrix, str(out_root / "summary.json"))
         return [Check(c["name"], c["passed"], c["detail"]) for c in audit["checks"]]
     contract = TrainerContract.of(matrix)
@@ -218,7 +230,7 @@ def cmd_trainer_check(args: argparse.Namespace) -> int:
     failing = [c.name for c in checks if not c.passed]
     print(f"the audit's verdict on it as run {run.run_id}:")
     print("\n".join(f"  {'pass' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in checks))
-    if not (out_root / KEPT_RESULTS_FILE).is_file():
+    if not launched_by_workflow(out_root):
         print(f"  (not judged here: {LAUNCH_ONLY}, which only the workflow's launch records)")
     print(f"{'invalid: ' + ', '.join(failing) + ' failed' if failing else 'valid'}")
     return 1 if cannot or failing else 0
