@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ from skilleval.config.model import Config
 from skilleval.env.adapters import find_adapter, make_adapter
 from skilleval.errors import CoverageError, SkillevalError
 from skilleval.runs import evaluation
+from skilleval.runs.backends import refuse_broken_environment
 from skilleval.workflow.env_check import env_check
 from skilleval.world.server import JsonHandler, start_servers
 from tests.conftest import REPO, protocol_values, run_inputs, snakemake, with_protocol
@@ -187,6 +189,44 @@ def test_env_check_passes_against_serve_world(small_world: Path, adapter: str) -
         checked = env_check(world_config(small_world, url, adapter))
     assert checked.violations == [], checked.report()
     assert "keeps the contract" in checked.report() and len(checked.task_ids) == 3
+
+
+def test_env_check_refuses_the_adapter_the_run_refuses_with_the_same_words(
+    small_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adapter whose declared metrics leave out one the protocol declares: the run
+    refuses it before any episode, and env check says the same instead of passing it."""
+    (tmp_path / "short_lab.py").write_text(
+        "from lab_env.adapter import LabShop\n\n\n"
+        "class ShortShop(LabShop):\n"
+        "    metrics = {'reward': (0.0, 1.0), 'r_success': (0.0, 1.0)}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with environment_server(small_world) as url:
+        checked = env_check(world_config(small_world, url, "short_lab:ShortShop"))
+        inputs = run_inputs(small_world)
+        protocol = protocol_values(inputs)
+        protocol["execution"]["environment"] = {"url": url}
+        short = {**inputs.backends, "environment": "short_lab:ShortShop"}
+        with pytest.raises(SkillevalError) as refused:
+            refuse_broken_environment(with_protocol(inputs, protocol, backends=short), "t")
+    said = str(refused.value)
+    assert "declares metrics ['r_success', 'reward'] but the protocol" in said
+    assert [v.rule for v in checked.violations][:1] == [4], checked.report()
+    assert str(checked.violations[0]) in said and "keeps the contract" not in checked.report()
+
+
+def test_env_check_without_a_server_says_what_it_waited_and_how_to_wait_longer(
+    small_world: Path,
+) -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{free.getsockname()[1]}"
+    with pytest.raises(SkillevalError) as absent:
+        env_check(world_config(small_world, url))
+    said = str(absent.value)
+    assert f"the environment server {url} did not answer within --wait 0 s" in said
+    assert "give --wait SECONDS" in said and "outage budget" not in said
 
 
 BREAKS = {

@@ -130,6 +130,23 @@ def metric_contract(inputs: RunInputs, environment: Environment | None) -> Metri
     )
 
 
+def undeclared_metrics(
+    inputs: RunInputs, environment: Environment, contract: MetricContract
+) -> str | None:
+    """What a run refuses (and env check reports) when the adapter declares metrics that
+    leave out one the protocol declares; None when it gives them all or declares none."""
+    missing = contract.undeclared(environment)
+    if not missing:
+        return None
+    return (
+        f"the environment adapter {inputs.backends['environment']!r} declares metrics "
+        f"{sorted(getattr(environment, 'metrics', {}))} but the protocol "
+        f"{inputs.protocol_name!r} declares {missing[0]!r} (metrics.main and "
+        f"metrics.auxiliary: {', '.join(missing)} missing); fix: give those metrics in the "
+        "adapter's rewards() and metrics attribute, or run a protocol whose metrics it gives"
+    )
+
+
 def refuse_broken_environment(
     inputs: RunInputs, task_id: str, environment: Environment | None = None
 ) -> bool:
@@ -142,16 +159,9 @@ def refuse_broken_environment(
     try:
         environment = environment or run_environment(inputs, RetryLedger(), 0.0)
         contract = metric_contract(inputs, environment)
-        missing = contract.undeclared(environment)
+        missing = undeclared_metrics(inputs, environment, contract)
         if missing:
-            raise SkillevalError(
-                f"the environment adapter {backend!r} declares metrics "
-                f"{sorted(getattr(environment, 'metrics', {}))} but the protocol "
-                f"{inputs.protocol_name!r} declares {missing[0]!r} (metrics.main and "
-                f"metrics.auxiliary: {', '.join(missing)} missing), so the run stops before it "
-                "leases a card; fix: give those metrics in the adapter's rewards() and metrics "
-                "attribute, or run a protocol whose metrics it gives"
-            )
+            raise SkillevalError(f"{missing}, so the run stops before it leases a card")
         problems = start_violations(environment, task_id, contract)
     except (InfrastructureError, OutageError) as error:
         log.info("run %s: environment not reachable before the run starts (%s)", inputs.run, error)

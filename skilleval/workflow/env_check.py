@@ -22,8 +22,8 @@ from typing import Any
 from skilleval.config.model import Config
 from skilleval.env.adapters import IDENTITY_KEY
 from skilleval.env.contract import FIXES, Violation, contract_violations
-from skilleval.errors import SkillevalError
-from skilleval.runs.backends import metric_contract, run_environment
+from skilleval.errors import OutageError, SkillevalError
+from skilleval.runs.backends import metric_contract, run_environment, undeclared_metrics
 from skilleval.runs.inputs import RunInputs
 from skilleval.serving.outage import RetryLedger
 from skilleval.workflow.plan import WorkflowPlan
@@ -83,10 +83,21 @@ def env_check(
     backend = inputs.backends["environment"]
     adapter = inputs.backends.get(IDENTITY_KEY, backend)  # a lab's: its planned identity
     task_ids = split_task_ids(inputs.split_file, inputs.split, max(n_tasks, 2))
-    environment = run_environment(inputs, RetryLedger(), wait_s)
-    metrics = metric_contract(inputs, environment)
-    violations = contract_violations(environment, task_ids, metrics)
     url = None if backend == "shopsim" else inputs.environment().url
+    try:
+        environment = run_environment(inputs, RetryLedger(), wait_s)
+        metrics = metric_contract(inputs, environment)
+        # The run refuses an adapter that declares too few metrics before any episode.
+        missing = undeclared_metrics(inputs, environment, metrics)
+        violations = [Violation(4, missing)] if missing else []
+        violations += contract_violations(environment, task_ids, metrics)
+    except OutageError as absent:
+        # env check waits --wait seconds, not the run's outage budget: say so.
+        last = str(absent).partition("last error: ")[2] or str(absent)
+        raise SkillevalError(
+            f"the environment server {url} did not answer within --wait {wait_s:g} s ({last}); "
+            "start it, or give --wait SECONDS for one that is starting"
+        ) from None
     return EnvCheck(adapter, url, task_ids, violations)
 
 
@@ -108,7 +119,9 @@ def add_env_command(sub: Any) -> None:
     check.add_argument("--configfile", action="extend", nargs="+", help="as given to snakemake")
     check.add_argument("--profile", help="as given to snakemake")
     check.add_argument("--root", default=".", help="workflow directory")
-    check.add_argument("--protocol", help="the protocol whose environment to check")
+    check.add_argument(
+        "--protocol", help="the protocol whose environment to check (needed when runs use several)"
+    )
     check.add_argument("--tasks", type=int, default=3, help="episodes to open (two at least)")
     check.add_argument(
         "--wait", type=float, default=0.0, help="seconds to wait for a busy or absent server"
