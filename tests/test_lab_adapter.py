@@ -140,14 +140,16 @@ class BrokenShop(JsonHandler):
             self.reply(200, {"slots": 8, "world": "broken", "tools": tools})
         else:  # rewards
             reward = 1.7 if self.broken == "reward" else 0.5
-            self.reply(200, {"reward": reward, "r_success": 0.0})
+            declared = dict.fromkeys(("r_strict", "r_category", "r_budget", "r_attrs"), 0.5)
+            self.reply(200, {"reward": reward, "r_success": 0.0, **declared})
 
     def do_POST(self) -> None:
         request = self.body()
         if self.path == "/episodes":
             task = request["task_id"]
             self.reply(200, {"episode_id": f"e-{task}", "instruction": f"Buy for {task}."})
-        elif self.broken == "step":
+        elif self.broken == "step" or (self.broken == "one step" and not self.server.failed):
+            self.server.failed = True  # type: ignore[attr-defined]
             self.reply(500, {"error": "Internal Server Error"})
         else:
             self.reply(200, {"observation": "no such product", "done": False})
@@ -160,6 +162,7 @@ class BrokenShop(JsonHandler):
 def broken_server(broken: str) -> Iterator[str]:
     handler = type("Broken", (BrokenShop,), {"broken": broken})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.failed = False  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -304,6 +307,19 @@ def failing_one_task(upstream: str, task: str) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_env_check_reports_one_failed_step_as_transient_not_as_a_breach(
+    small_world: Path,
+) -> None:
+    """The server answers 500 to one step once, as a passing fault does: a run restarts
+    that episode, so env check tries the step again and keeps the contract."""
+    with broken_server("one step") as url:
+        checked = env_check(world_config(small_world, url))
+    report = checked.report()
+    assert checked.breaches == [] and "keeps the contract" in report, report
+    assert "transient: step('search', {}) raised InfrastructureError" in report, report
+    assert "it passed when tried again" in report and "fix of rule" not in report
 
 
 def test_one_task_the_lab_server_always_fails_is_that_task_s_failure_not_an_outage(

@@ -88,9 +88,24 @@ def tool_violations(tools: Any) -> list[Violation]:
     return problems
 
 
+# Not a rule: an infrastructure failure (InfrastructureError) met while checking, which a
+# run survives by abandoning the episode and restarting its task. Reported, never a breach.
+TRANSIENT = 0
+
+
+def transient(what: str, error: Exception) -> Violation:
+    return Violation(
+        TRANSIENT,
+        f"{what} raised InfrastructureError: {error} (an infrastructure failure, not a breach: "
+        "a run abandons such an episode and restarts its task)",
+    )
+
+
 def step_violations(episode: EpisodeHandle, call: ToolCall) -> list[Violation]:
     try:
         result = episode.step(call)
+    except InfrastructureError as error:
+        return [transient(f"step({call.name!r}, {call.arguments})", error)]
     except Exception as error:  # the contract: a model's mistake is an observation
         return [
             Violation(
@@ -106,12 +121,42 @@ def step_violations(episode: EpisodeHandle, call: ToolCall) -> list[Violation]:
     return []
 
 
+# How many fresh episodes a step that failed on infrastructure is tried again on, as a run
+# restarts the episode, before the failure is taken as no passing fault.
+STEP_RETRIES = 2
+
+
+def retried_step(
+    environment: Environment, task_id: str, call: ToolCall, first: Violation
+) -> Violation:
+    """A step that failed on infrastructure, tried again on fresh episodes of its task:
+    ``first`` (transient) once a retry passes, the retry's breach if it breaks a rule, and
+    a rule 3 breach when it fails on infrastructure every time."""
+    for _ in range(STEP_RETRIES):
+        episode = environment.start(task_id)
+        try:
+            again = step_violations(episode, call)
+        finally:
+            episode.close()
+        if not again:
+            return Violation(TRANSIENT, f"{first}; it passed when tried again")
+        if again[0].rule != TRANSIENT:
+            return again[0]
+    return Violation(
+        3,
+        f"{first}; the same on {STEP_RETRIES} fresh episodes, so no passing fault: a run "
+        f"would abandon every episode of task {task_id}",
+    )
+
+
 def reward_violations(
     episode: EpisodeHandle, task_id: str, metrics: MetricContract
 ) -> tuple[list[Violation], dict[str, float] | None]:
     """Rule 4 on one episode's rewards, and the rewards read (None if unreadable)."""
     try:
         first, second = episode.rewards(), episode.rewards()
+    except InfrastructureError as error:
+        return [transient(f"task {task_id}: rewards()", error)], None
     except Exception as error:
         problem = f"task {task_id}: rewards() raised {type(error).__name__}: {error}"
         return [Violation(4, problem)], None
@@ -240,7 +285,10 @@ def contract_violations(
             if not isinstance(episode.instruction, str) or not episode.instruction.strip():
                 problems.append(Violation(2, f"task {task_id}: the episode has no instruction"))
             for call in calls:
-                problems += step_violations(episode, call)
+                found = step_violations(episode, call)
+                if found and found[0].rule == TRANSIENT:
+                    found = [retried_step(environment, task_id, call, found[0])]
+                problems += found
         for task_id, episode in episodes:  # every episode stepped before any is read
             found, rewards = reward_violations(episode, task_id, metrics)
             problems += found

@@ -21,7 +21,7 @@ from typing import Any
 
 from skilleval.config.model import Config
 from skilleval.env.adapters import IDENTITY_KEY
-from skilleval.env.contract import FIXES, Violation, contract_violations
+from skilleval.env.contract import FIXES, TRANSIENT, Violation, contract_violations
 from skilleval.errors import OutageError, SkillevalError
 from skilleval.runs.backends import metric_contract, run_environment, undeclared_metrics
 from skilleval.runs.inputs import RunInputs
@@ -38,16 +38,22 @@ class EnvCheck:
     task_ids: list[str]
     violations: list[Violation]
 
+    @property
+    def breaches(self) -> list[Violation]:
+        return [v for v in self.violations if v.rule != TRANSIENT]
+
     def report(self) -> str:
         where = f" at {self.url}" if self.url else ""
         head = f"environment adapter {self.adapter}{where}, tasks {', '.join(self.task_ids)}:"
-        if not self.violations:
-            return f"{head} keeps the contract (skilleval/env/contract.py)"
-        lines = [f"{head} {len(self.violations)} violation(s) of skilleval/env/contract.py"]
-        lines += [f"  - rule {problem.rule}: {problem}" for problem in self.violations]
-        rules = sorted({problem.rule for problem in self.violations})
+        met = [v for v in self.violations if v.rule == TRANSIENT]
+        notes = [f"  transient: {v}" for v in met]
+        if not self.breaches:
+            return "\n".join([f"{head} keeps the contract (skilleval/env/contract.py)", *notes])
+        lines = [f"{head} {len(self.breaches)} violation(s) of skilleval/env/contract.py"]
+        lines += [f"  - rule {problem.rule}: {problem}" for problem in self.breaches]
+        rules = sorted({problem.rule for problem in self.breaches})
         lines += [f"  fix of rule {rule}: {FIXES[rule]}" for rule in rules]
-        return "\n".join(lines)
+        return "\n".join([*lines, *notes])
 
 
 def protocol_inputs(config: Config, protocol: str | None) -> RunInputs:
@@ -107,7 +113,7 @@ def cmd_env_check(args: argparse.Namespace) -> int:
     config = snakemake_config(Path(args.root), args.configfile or [], args.profile)
     checked = env_check(config, args.protocol, args.tasks, args.wait)
     print(checked.report())
-    return 1 if checked.violations else 0
+    return 1 if checked.breaches else 0
 
 
 def add_env_command(sub: Any) -> None:
