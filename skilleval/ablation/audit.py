@@ -226,15 +226,17 @@ def invalid_run_checks(run: PlannedRun, matrix: Matrix, files: RunFiles) -> list
     root = config.get(OUT_ROOT_KEY)
     # The run's own folder: where its config is (the workflow's launch puts it at
     # run.out_root; trainer check reads a launch wherever it wrote).
-    own = files.config_path.parent.resolve()
-    same_root = root is not None and Path(str(root)).resolve() == own
+    # The pass detail names it as given (relative in the workflow), so that an audit does
+    # not depend on the directory the graph was built in.
+    own = files.config_path.parent
+    same_root = root is not None and Path(str(root)).resolve() == own.resolve()
     return [
         Check(
             "unique_out_root",
             same_root,
             f"{OUT_ROOT_KEY} is the run's own ({own})"
             if same_root
-            else f"{OUT_ROOT_KEY} {root}, not the run's {own}",
+            else f"{OUT_ROOT_KEY} {root}, not the run's {own.resolve()}",
         ),
         Check(
             "empty_responses",
