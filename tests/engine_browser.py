@@ -27,7 +27,7 @@ FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
-SIZES = ((1280, 800), (1400, 900), (1920, 1080))
+SIZES = ((1280, 800), (1920, 1080))
 
 
 def missing_browser() -> str | None:
