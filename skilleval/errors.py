@@ -94,7 +94,12 @@ class RejectedRequest(Exception):
 
 
 class OutageError(SkillevalError):
-    """A server stayed unreachable or failing for longer than the run's outage budget."""
+    """A server stayed unreachable or failing for longer than the run's outage budget;
+    ``last_error``: the last failure it gave."""
+
+    def __init__(self, message: str, last_error: str = "") -> None:
+        super().__init__(message)
+        self.last_error = last_error
 
 
 class ServerRefusal(SkillevalError):

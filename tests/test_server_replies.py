@@ -21,7 +21,7 @@ import urllib3
 
 from skilleval.analysis.contrast import RunRecords, validity_checks
 from skilleval.env.rollout import EpisodeResult
-from skilleval.errors import OutageError, ServerRefusal, ServiceError
+from skilleval.errors import InfrastructureError, OutageError, ServerRefusal, ServiceError
 from skilleval.policy.openai_policy import OpenAIPolicy
 from skilleval.records.runs import RunSummary
 from skilleval.runs.evaluation import evaluate
@@ -351,3 +351,33 @@ def test_a_request_the_client_gives_up_on_is_hung_up_at_the_server() -> None:
         client.post("/chat/completions", {"model": "m", "messages": []})
     assert hung_up.wait(5), "the connection stayed open after the client gave up"
     listener.close()
+
+
+def answered_meanwhile(calls: ServerCalls, error: Exception) -> Any:
+    """A request that fails with ``error`` while another request of the run is answered,
+    as one task among many that are served does."""
+
+    def request() -> None:
+        calls.call(lambda: "another task's reply")
+        raise error
+
+    return request
+
+
+def test_one_request_the_server_keeps_failing_while_answering_others_is_its_task_s() -> None:
+    calls = ServerCalls("environment", "http://lab", RetryLedger(), 60.0, 0.01, 0.02)
+    failing = answered_meanwhile(calls, InfrastructureError("lab shop answered HTTP 500"))
+    started = time.monotonic()
+    with pytest.raises(InfrastructureError) as ended:
+        calls.call(failing, outages=(InfrastructureError,), task="t-7")
+    assert ended.value.kind == "task_failure" and time.monotonic() - started < 5
+    assert "failed this request the same way 3 times while answering others" in str(ended.value)
+
+
+def test_a_request_that_never_reached_the_server_is_an_outage_whatever_else_it_answered() -> None:
+    """Refused connections are the server's failure, not the task's: waited out."""
+    calls = ServerCalls("environment", "http://lab", RetryLedger(), 0.3, 0.01, 0.02)
+    refused = urllib3.exceptions.NewConnectionError(None, "Connection refused")  # type: ignore[arg-type]
+    with pytest.raises(OutageError) as waited:
+        calls.call(answered_meanwhile(calls, refused), task="t-7")
+    assert "past the outage budget" in str(waited.value) and waited.value.last_error

@@ -45,9 +45,11 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def read_log(out_root: Path, contract: TrainerContract) -> tuple[str, Path | None]:
     """The trainer's log (the contract's first log file that exists), else its output the
     workflow captured beside the out_root; empty when there is neither."""
-    logs = [*(out_root / name for name in contract.log_files), launch_files(out_root)[1]]
-    found = next((log for log in logs if log.exists()), None)
-    return (found.read_text() if found else ""), found
+    return first_log(printed_texts(out_root, contract))
+
+
+def first_log(printed: list[tuple[str, Path]]) -> tuple[str, Path | None]:
+    return printed[0] if printed else ("", None)
 
 
 def printed_texts(out_root: Path, contract: TrainerContract) -> list[tuple[str, Path]]:
@@ -90,13 +92,14 @@ class RunFiles:
                 f"{config_path} does not exist: the trainer wrote no {contract.config_file} "
                 "(trainer.contract.config_file), so the run cannot be audited"
             )
+        printed = printed_texts(out_root, contract)  # each file read once
         return cls(
             AblationSummary.read(summary_path).as_json(),
             contract.audit_keys(flatten(read_mapping(config_path))),
             config_path,
-            *read_log(out_root, contract),
+            *first_log(printed),
             contract,
-            printed_texts(out_root, contract),
+            printed,
         )
 
     @property

@@ -25,6 +25,7 @@ from skilleval.ablation.audit import (
     CONFIG_CHECK_KEYS,
     RunFiles,
     audit_run,
+    first_log,
     flatten,
     invalid_run_checks,
     parameter_checks,
@@ -188,11 +189,11 @@ def launched_by_workflow(out_root: Path) -> bool:
     return True
 
 
-def audit_checks(out_root: Path, run: PlannedRun, matrix: Matrix) -> list[Check]:
+def audit_checks(out_root: Path, run: PlannedRun, matrix: Matrix, launched: bool) -> list[Check]:
     """The audit's checks of ``run`` on what ``out_root`` holds: the audit itself where
-    the workflow launched it, else the same checks on the trainer's own files, less what
-    only the workflow's launch records (named, not judged)."""
-    if launched_by_workflow(out_root):
+    the workflow ``launched`` it, else the same checks on the trainer's own files, less
+    what only the workflow's launch records (named, not judged)."""
+    if launched:
         audit = audit_run(run, matrix, str(out_root / "summary.json"))
         return [Check(c["name"], c["passed"], c["detail"]) for c in audit["checks"]]
     contract = TrainerContract.of(matrix)
@@ -206,7 +207,7 @@ def audit_checks(out_root: Path, run: PlannedRun, matrix: Matrix) -> list[Check]
     except TrainerOutputError as unreadable:
         return [Check("trainer_output_readable", False, str(unreadable))]
     printed = printed_texts(out_root, contract)
-    files = RunFiles(summary, config, config_path, *read_log(out_root, contract), contract, printed)
+    files = RunFiles(summary, config, config_path, *first_log(printed), contract, printed)
     checks = parameter_checks(run, matrix, files) + invalid_run_checks(run, matrix, files)
     return [c for c in checks if c.name != LAUNCH_ONLY]
 
@@ -226,11 +227,12 @@ def cmd_trainer_check(args: argparse.Namespace) -> int:
     if isinstance(run, str):
         print(f"the audit's verdict: not judged: {run}")
         return 1
-    checks = audit_checks(out_root, run, matrix)
+    launched = launched_by_workflow(out_root)
+    checks = audit_checks(out_root, run, matrix, launched)
     failing = [c.name for c in checks if not c.passed]
     print(f"the audit's verdict on it as run {run.run_id}:")
     print("\n".join(f"  {'pass' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in checks))
-    if not launched_by_workflow(out_root):
+    if not launched:
         print(f"  (not judged here: {LAUNCH_ONLY}, which only the workflow's launch records)")
     print(f"{'invalid: ' + ', '.join(failing) + ' failed' if failing else 'valid'}")
     return 1 if cannot or failing else 0

@@ -133,7 +133,10 @@ def retried_step(
     ``first`` (transient) once a retry passes, the retry's breach if it breaks a rule, and
     a rule 3 breach when it fails on infrastructure every time."""
     for _ in range(STEP_RETRIES):
-        episode = environment.start(task_id)
+        try:
+            episode = environment.start(task_id)
+        except InfrastructureError:
+            continue  # failing on infrastructure again, now at the start
         try:
             again = step_violations(episode, call)
         finally:

@@ -54,8 +54,11 @@ TRY_LATER = frozenset({429, 502, 503, 504})
 # a passing fault rarely repeats word for word, few enough to stop within seconds.
 REFUSAL_REPEATS = 3
 # How often one request must fail the same way while the server answers others before the
-# failure is the request's own: as for a refusal.
+# failure is the request's own: as for a refusal. Only a failure the server gave (a failing
+# reply, an adapter's error): one that never reached it (refused, timed out, dropped) is the
+# server's, whatever other requests it answered just before.
 TASK_FAILURE_REPEATS = 3
+ANSWERED_FAILURES = frozenset({"5xx", "adapter"})
 # How often a server that is down is said on the build's terminal while it is waited out
 # (the run's log hears it every ``report_every_s``): at once, then this often.
 TERMINAL_EVERY_S = 30.0
@@ -175,6 +178,7 @@ class Repeats:
     a row, and how many requests the server had answered when it first failed."""
 
     message: str = ""
+    kind: str = ""
     same: int = 0
     reply: tuple[int, str] | None = None
     same_reply: int = 0
@@ -185,7 +189,7 @@ class Repeats:
             self.answered_at_first = answered
         self.same = self.same + 1 if failure.message == self.message else 1
         self.same_reply = self.same_reply + 1 if reply is not None and reply == self.reply else 1
-        self.message, self.reply = failure.message, reply
+        self.message, self.kind, self.reply = failure.message, failure.kind, reply
 
 
 class ServerCalls:
@@ -256,7 +260,8 @@ class ServerCalls:
         failure while others are answered (or as before for its task), else a refusal when
         the reply is the same."""
         known = task is not None and self.failed_tasks.get(task) == seen.message
-        if seen.same >= TASK_FAILURE_REPEATS and (self.answered > seen.answered_at_first or known):
+        others = self.answered > seen.answered_at_first or known
+        if seen.same >= TASK_FAILURE_REPEATS and seen.kind in ANSWERED_FAILURES and others:
             if task is not None:
                 self.failed_tasks[task] = seen.message
             raise InfrastructureError(
@@ -287,7 +292,8 @@ class ServerCalls:
             raise OutageError(
                 f"{self.name} server {self.url} {what} for {waited_s:.0f} s, past the outage "
                 f"budget of {self.budget_s:.0f} s (execution.outage_budget_s); last error: "
-                f"{failure.message}"
+                f"{failure.message}",
+                last_error=failure.message,
             )
         now = time.monotonic()
         with self._lock:

@@ -99,7 +99,7 @@ def env_check(
         violations += contract_violations(environment, task_ids, metrics)
     except OutageError as absent:
         # env check waits --wait seconds, not the run's outage budget: say so.
-        last = str(absent).partition("last error: ")[2] or str(absent)
+        last = absent.last_error or str(absent)
         raise SkillevalError(
             f"the environment server {url} did not answer within --wait {wait_s:g} s ({last}); "
             "start it, or give --wait SECONDS for one that is starting"
